@@ -1,0 +1,163 @@
+"""Core commands: list, schedule, evaluate, compare."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from streamsched import workloads
+from streamsched.cli import app, err_console
+from streamsched.comparison import compare as run_compare
+from streamsched.comparison import resolve_names
+from streamsched.errors import InputError
+from streamsched.metrics import evaluate as evaluate_placement
+from streamsched.model import Cluster, Placement, TaskGraph, Topology
+from streamsched.schedulers import available, get_scheduler, scheduler_class
+
+console = Console()
+
+WorkloadOpt = typer.Option(None, "--workload", "-w", help="built-in workload name (see `list workloads`)")
+GraphOpt = typer.Option(None, "--graph", "-g", help="graph file: edge list (.csv/.parquet/.json), sendgraph JSON, or topology (.yaml)")
+ClusterOpt = typer.Option("homogeneous-10", "--cluster", "-c", help="built-in cluster name or cluster YAML file")
+ParamOpt = typer.Option(None, "--param", "-p", help="scheduler parameter k=v (repeatable)")
+
+
+def load_graph(workload: Optional[str], graph: Optional[Path]) -> TaskGraph:
+    """The task graph named by ``--workload`` or read from ``--graph``."""
+    if (workload is None) == (graph is None):
+        raise InputError("give exactly one of --workload NAME or --graph FILE")
+    if workload is not None:
+        return workloads.workload(workload)
+    suffix = graph.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return TaskGraph.from_topology(Topology.load(graph))
+    if suffix == ".json" and graph.exists():
+        from streamsched.io import read_document
+
+        if isinstance(read_document(graph), dict) and "operators" in read_document(graph):
+            return TaskGraph.from_topology(Topology.load(graph))
+    return TaskGraph.read(graph)
+
+
+def load_cluster(spec: str) -> Cluster:
+    """A built-in cluster name, or a YAML/JSON cluster file."""
+    path = Path(spec)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
+        return Cluster.load(path)
+    return workloads.cluster(spec)
+
+
+def parse_params(pairs: Optional[list[str]]) -> dict[str, Any]:
+    """``["k=v", ...]`` -> dict; values stay strings (schedulers coerce them by declaration)."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--param {pair!r}: expected k=v")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@app.command("list")
+def list_(what: str = typer.Argument("all", help="schedulers, workloads, clusters or all")) -> None:
+    """List the registered schedulers, built-in workloads and clusters."""
+    if what not in ("all", "schedulers", "workloads", "clusters"):
+        raise InputError(f"list: {what!r} is not one of schedulers, workloads, clusters, all")
+    if what in ("all", "schedulers"):
+        table = Table("scheduler", "summary", "parameters", title="schedulers")
+        for name in available():
+            cls = scheduler_class(name)
+            table.add_row(name, cls.summary, "; ".join(p.describe() for p in cls.params))
+        console.print(table)
+    if what in ("all", "workloads"):
+        console.print("[bold]workloads:[/bold] " + ", ".join(workloads.workload_names()))
+    if what in ("all", "clusters"):
+        console.print("[bold]clusters:[/bold] " + ", ".join(workloads.cluster_names()))
+
+
+@app.command()
+def schedule(
+    workload: Optional[str] = WorkloadOpt,
+    graph: Optional[Path] = GraphOpt,
+    cluster: str = ClusterOpt,
+    scheduler: str = typer.Option("even", "--scheduler", "-s", help="registered scheduler name"),
+    param: Optional[list[str]] = ParamOpt,
+    seed: int = typer.Option(0, "--seed", help="seed of every randomised choice"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the placement JSON here"),
+) -> None:
+    """Compute a placement and print its metrics (and write it with --out)."""
+    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    with err_console.status(f"scheduling {task_graph.name} with {scheduler}"):
+        placement = get_scheduler(scheduler, **parse_params(param)).schedule(task_graph, nodes, seed=seed)
+    if out is not None:
+        placement.write(out, task_graph, nodes)
+    metrics = evaluate_placement(task_graph, placement, nodes)
+    console.print_json(data={"metadata": dict(placement.metadata), "metrics": metrics})
+
+
+@app.command()
+def evaluate(
+    placement: Path = typer.Argument(..., help="placement JSON written by `schedule --out`"),
+    workload: Optional[str] = WorkloadOpt,
+    graph: Optional[Path] = GraphOpt,
+    cluster: str = ClusterOpt,
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Metrics of a placement file: traffic, nodes used, balance, validity."""
+    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    loaded = Placement.read(placement, task_graph, nodes)
+    metrics = evaluate_placement(task_graph, loaded, nodes)
+    if as_json:
+        console.print_json(data=metrics)
+        return
+    table = Table("metric", "value", title=f"{placement.name}")
+    for key, value in metrics.items():
+        table.add_row(key, _fmt(value))
+    console.print(table)
+
+
+@app.command()
+def compare(
+    workload: Optional[str] = WorkloadOpt,
+    graph: Optional[Path] = GraphOpt,
+    cluster: str = ClusterOpt,
+    schedulers: str = typer.Option("all", "--schedulers", help="comma-separated names, or all"),
+    param: Optional[list[str]] = ParamOpt,
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json", help="print {\"results\": [...]} as JSON"),
+) -> None:
+    """Run several schedulers on one workload and cluster and compare them."""
+    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    names = resolve_names(schedulers)
+    params = parse_params(param)
+    for key in params:
+        if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
+            raise InputError(f"--param {key}: no selected scheduler declares it")
+    with err_console.status("comparing") as status:
+        rows = run_compare(task_graph, nodes, names, params, seed,
+                           on_start=lambda n: status.update(f"running {n} on {task_graph.name}"))
+    if as_json:
+        console.print_json(data={"workload": task_graph.name, "cluster": nodes.name, "seed": seed, "results": rows})
+        return
+    columns = ("scheduler", "inter_node_traffic", "inter_worker_traffic", "nodes_used", "load_imbalance",
+               "wall_time_s", "status")
+    table = Table(*columns, title=f"{task_graph.name} on {nodes.name} (seed {seed})")
+    for row in rows:
+        table.add_row(*(_fmt(row.get(c, "")) for c in columns))
+    console.print(table)
+    for row in rows:
+        if row.get("error"):
+            err_console.print(f"{row['scheduler']}: {row['error']}", highlight=False)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)

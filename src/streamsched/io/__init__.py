@@ -1,0 +1,99 @@
+"""Reading structured files into plain Python objects with one-line, located errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from streamsched.errors import InputError
+
+
+def read_document(path: str | Path) -> Any:
+    """Parse a YAML or JSON file; a syntax error names the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{path}{where}: invalid YAML ({problem})") from None
+
+
+class Fields:
+    """Typed access to one mapping of a document, naming ``where.field`` in every error."""
+
+    def __init__(self, data: Any, where: str):
+        if not isinstance(data, dict):
+            raise InputError(f"{where}: expected a mapping, got {type(data).__name__}")
+        self.data = data
+        self.where = where
+        self._used: set[str] = set()
+
+    def _get(self, key: str, default: Any, required: bool) -> Any:
+        self._used.add(key)
+        if key not in self.data or self.data[key] is None:
+            if required:
+                raise InputError(f"{self.where}.{key}: missing")
+            return default
+        return self.data[key]
+
+    def str(self, key: str, default: str | None = None, *, required: bool = False,
+            choices: tuple[str, ...] | None = None) -> str:
+        value = self._get(key, default, required)
+        if value is None:
+            return value
+        if not isinstance(value, str):
+            raise InputError(f"{self.where}.{key}: expected a string, got {value!r}")
+        if choices is not None and value not in choices:
+            raise InputError(f"{self.where}.{key}: {value!r} is not one of {', '.join(choices)}")
+        return value
+
+    def number(self, key: str, default: float | None = None, *, required: bool = False,
+               minimum: float | None = None, positive: bool = False) -> float:
+        value = self._get(key, default, required)
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"{self.where}.{key}: expected a number, got {value!r}")
+        if positive and not value > 0:
+            raise InputError(f"{self.where}.{key}: must be positive, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise InputError(f"{self.where}.{key}: must be >= {minimum:g}, got {value!r}")
+        return float(value)
+
+    def integer(self, key: str, default: int | None = None, *, required: bool = False,
+                minimum: int | None = None) -> int:
+        value = self._get(key, default, required)
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{self.where}.{key}: expected an integer, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise InputError(f"{self.where}.{key}: must be >= {minimum}, got {value!r}")
+        return value
+
+    def list(self, key: str, *, required: bool = False) -> list:
+        value = self._get(key, [], required)
+        if not isinstance(value, list):
+            raise InputError(f"{self.where}.{key}: expected a list, got {type(value).__name__}")
+        return value
+
+    def reject_unknown(self) -> None:
+        unknown = sorted(set(self.data) - self._used)
+        if unknown:
+            raise InputError(f"{self.where}.{unknown[0]}: unknown field")

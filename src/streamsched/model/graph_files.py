@@ -1,0 +1,216 @@
+"""Task graphs on disk: edge lists (CSV, JSON, Parquet) and Fischer's sendgraph JSON.
+
+Canonical columns. Edges: ``src``, ``dst`` (task ids), ``rate`` (tuples/s), optional
+``bytes`` (bytes/s); ``source``/``target``/``value`` are accepted as aliases. Tasks (optional):
+``id``, ``operator``, ``load``, optional ``memory_mb``. CSV and Parquet keep tasks in a sibling
+file ``<name>.tasks.<ext>``; JSON keeps both as ``{"tasks": [...], "edges": [...]}``. Without a
+tasks table every task named by an edge gets load 1 and operator ``"task"``.
+A sendgraph ``{"nodes": [{"name": "12"}], "links": [{"source": 12, "target": 30, "value": n}]}``
+is read as counts over ``window_s`` seconds (rate = value / window_s).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from streamsched.errors import InputError
+from streamsched.model.taskgraph import TaskGraph
+
+ALIASES = {"source": "src", "target": "dst", "value": "rate", "bytes_rate": "bytes"}
+
+
+def tasks_path_for(path: Path) -> Path:
+    return path.with_name(f"{path.name.split('.')[0]}.tasks{path.suffix}")
+
+
+def _read_table(path: Path) -> pa.Table:
+    try:
+        if path.suffix.lower() == ".parquet":
+            return pq.read_table(path)
+        return pcsv.read_csv(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise InputError(f"{path}: cannot parse ({first})") from None
+
+
+def _column(table: pa.Table, path: Path, name: str, dtype, required: bool = True):
+    columns = {ALIASES.get(c, c): c for c in table.column_names}
+    if name not in columns:
+        if required:
+            raise InputError(f"{path}: missing column {name!r} (have {', '.join(table.column_names)})")
+        return None
+    col = table.column(columns[name])
+    try:
+        values = col.to_numpy(zero_copy_only=False)
+        if dtype is str:
+            return np.asarray(values, dtype=object).astype(str)
+        if values.dtype == object:
+            raise ValueError("not numeric")
+        out = values.astype(dtype)
+    except (ValueError, TypeError, pa.ArrowInvalid):
+        raise InputError(f"{path}: column {name!r} is not numeric") from None
+    if np.issubdtype(np.asarray(values).dtype, np.floating) and np.issubdtype(np.dtype(dtype), np.integer):
+        if not np.all(np.isfinite(values)) or not np.all(values == np.floor(values)):
+            k = int(np.flatnonzero(~np.isfinite(values) | (values != np.floor(values)))[0])
+            raise InputError(f"{path}: {_row(path, k)}: column {name!r} is not an integer task id")
+    return out
+
+
+def _row(path: Path, k: int) -> str:
+    return f"line {k + 2}" if path.suffix.lower() == ".csv" else f"row {k}"
+
+
+def _check_values(path: Path, name: str, values: np.ndarray) -> None:
+    bad = np.flatnonzero(~(values >= 0) | ~np.isfinite(values))
+    if bad.size:
+        k = int(bad[0])
+        raise InputError(f"{path}: {_row(path, k)}: {name} is {values[k]!r}; must be a finite number >= 0")
+
+
+def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks) -> TaskGraph:
+    """Map external task ids to indices; an edge naming an unknown task is an error."""
+    _check_values(path, "rate", rate)
+    if byte_rate is not None:
+        _check_values(path, "bytes", byte_rate)
+    if tasks is None:
+        ids = np.unique(np.concatenate([src_ids, dst_ids]))
+        operators, task_operator = ("task",), np.zeros(ids.size, dtype=np.int32)
+        load, memory = np.ones(ids.size), None
+    else:
+        ids, op_names, load, memory, tasks_path = tasks
+        if np.unique(ids).size != ids.size:
+            dup = ids[np.flatnonzero(np.diff(np.sort(ids)) == 0)[0]]
+            raise InputError(f"{tasks_path}: task id {dup} listed twice")
+        _check_values(tasks_path, "load", load)
+        operators, task_operator = np.unique(op_names, return_inverse=True)
+        operators = tuple(str(o) for o in operators)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+
+    def index(values: np.ndarray, column: str) -> np.ndarray:
+        pos = np.searchsorted(sorted_ids, values)
+        pos_clipped = np.minimum(pos, max(sorted_ids.size - 1, 0))
+        unknown = np.flatnonzero((pos >= sorted_ids.size) | (sorted_ids[pos_clipped] != values))
+        if unknown.size:
+            k = int(unknown[0])
+            raise InputError(f"{path}: {_row(path, k)}: {column} {values[k]} is not a known task")
+        return order[pos]
+
+    return TaskGraph.build(
+        name=name,
+        operator_names=operators,
+        task_operator=task_operator,
+        load=load,
+        src=index(src_ids, "src"),
+        dst=index(dst_ids, "dst"),
+        rate=rate,
+        bytes_rate=byte_rate,
+        task_ids=ids,
+        memory_mb=memory,
+        where=str(path),
+    )
+
+
+def _tasks_from_table(table: pa.Table, path: Path):
+    ids = _column(table, path, "id", np.int64)
+    ops = _column(table, path, "operator", str, required=False)
+    load = _column(table, path, "load", np.float64, required=False)
+    memory = _column(table, path, "memory_mb", np.float64, required=False)
+    n = ids.size
+    return (ids, ops if ops is not None else np.full(n, "task"),
+            load if load is not None else np.ones(n), memory, path)
+
+
+def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: float = 1.0) -> TaskGraph:
+    """Read a task graph from CSV, Parquet, our JSON or a sendgraph JSON (by content)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    name = path.name.split(".")[0]
+    if suffix == ".json":
+        from streamsched.io import read_document
+
+        data = read_document(path)
+        if isinstance(data, dict) and "links" in data:
+            return _read_sendgraph(data, path, name, window_s)
+        if not isinstance(data, dict) or "edges" not in data:
+            raise InputError(f"{path}: expected an object with 'edges' (or a sendgraph with 'links')")
+        edges = _records_table(data["edges"], path, "edges")
+        task_info = None
+        if data.get("tasks") is not None:
+            task_info = _tasks_from_table(_records_table(data["tasks"], path, "tasks"), path)
+        name = str(data.get("name", name))
+    elif suffix in (".csv", ".parquet"):
+        edges = _read_table(path)
+        tasks_file = Path(tasks) if tasks is not None else tasks_path_for(path)
+        task_info = None
+        if tasks is not None or tasks_file.exists():
+            task_info = _tasks_from_table(_read_table(tasks_file), tasks_file)
+    else:
+        raise InputError(f"{path}: unknown graph format {suffix!r} (use .csv, .json or .parquet)")
+    return _assemble(
+        name, path,
+        _column(edges, path, "src", np.int64),
+        _column(edges, path, "dst", np.int64),
+        _column(edges, path, "rate", np.float64),
+        _column(edges, path, "bytes", np.float64, required=False),
+        task_info,
+    )
+
+
+def _records_table(records, path: Path, field: str) -> pa.Table:
+    if not isinstance(records, list):
+        raise InputError(f"{path}: {field}: expected a list")
+    try:
+        return pa.Table.from_pylist(records)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
+        raise InputError(f"{path}: {field}: {str(exc).splitlines()[0]}") from None
+
+
+def _read_sendgraph(data: dict, path: Path, name: str, window_s: float) -> TaskGraph:
+    try:
+        node_ids = np.array([int(n["name"]) for n in data.get("nodes", [])], dtype=np.int64)
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"{path}: nodes: each node needs an integer 'name'") from None
+    links = _records_table(data["links"], path, "links")
+    src = _column(links, path, "src", np.int64)
+    dst = _column(links, path, "dst", np.int64)
+    counts = _column(links, path, "rate", np.float64)
+    ids = np.unique(np.concatenate([node_ids, src, dst]))
+    tasks = (ids, np.full(ids.size, "task"), np.ones(ids.size), None, path)
+    return _assemble(name, path, src, dst, counts / window_s, None, tasks)
+
+
+def write_graph(graph: TaskGraph, path: str | Path) -> None:
+    """Write edges (and tasks) in the canonical columns; CSV/Parquet put tasks beside."""
+    path = Path(path)
+    edges = pa.table({
+        "src": graph.task_ids[graph.src],
+        "dst": graph.task_ids[graph.dst],
+        "rate": graph.rate,
+        "bytes": graph.bytes_rate,
+    })
+    tasks = pa.table({
+        "id": graph.task_ids,
+        "operator": np.asarray(graph.operator_names, dtype=object)[graph.task_operator],
+        "load": graph.load,
+        "memory_mb": graph.memory_mb,
+    })
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        path.write_text(json.dumps({"name": graph.name, "tasks": tasks.to_pylist(), "edges": edges.to_pylist()}))
+    elif suffix == ".parquet":
+        pq.write_table(edges, path)
+        pq.write_table(tasks, tasks_path_for(path))
+    elif suffix == ".csv":
+        pcsv.write_csv(edges, path)
+        pcsv.write_csv(tasks, tasks_path_for(path))
+    else:
+        raise InputError(f"{path}: unknown graph format {suffix!r} (use .csv, .json or .parquet)")

@@ -1,0 +1,279 @@
+"""Built-in workloads and clusters, by name, and a seeded random-DAG generator.
+
+Workloads (``workload_names()``):
+
+- ``linear-N``, ``diamond-N``, ``star-N`` for N = 10, 12, ..., 32: the micro-benchmarks of
+  i-scheduler.txt section 5 (Fig. 3, Table 3) and t3-scheduler.txt section 5: linear has 2
+  tasks per operator; diamond a source and sink of 4 tasks with middle operators of 2; star a
+  middle operator of 4 tasks with 2-task sources and sinks added alternately (source first).
+  Rate 1 per communicating task pair (every pair of consecutive operators' tasks), load 1.
+- ``linear-tp``, ``diamond-tp``, ``star-tp``: the throughput variants of i-scheduler.txt 6.1
+  (8 tasks per operator; star sources 4). The paper does not give their operator counts: we
+  use 4 operators (linear), source + 2 middle + sink (diamond), 2 sources + centre + 2 sinks (star).
+- ``rstorm-linear``, ``rstorm-diamond``, ``rstorm-star``: R-Storm's micro-benchmarks.
+- ``wordcount`` (5 -> 8 shuffle -> 12 fields), ``exclamation`` (10 -> 3 -> 2 shuffle).
+- ``smart-home`` (DEBS 2014: diamond, 10 tasks per operator), ``taxi-routes`` (DEBS 2015:
+  16/16/8/4/1 with shuffle, shuffle, fields, global).
+- ``parallel``, ``payload`` (fischer-metis-scheduler.txt IV-C: spout + D = 7 bolts in P = 10
+  disjoint fields-grouped chains, modelled as ``forward``; tuples of 16 B and 3 KB).
+- ``pageload`` (7-component shuffle chain, p = 3), ``processing`` (spout p = 2 -> transform
+  p = 4 -> two branches of two bolts p = 4).
+- ``random-K`` or ``random-K-sS``: :func:`random_topology` with K operators and seed S.
+
+Clusters (``cluster_names()``): ``homogeneous-10`` (10 x capacity 4), ``heterogeneous-10``
+(3 x 6 + 3 x 4 + 4 x 2), ``high-low-H-L`` (the I-/T3-Scheduler VMs: high = 4 cores, 4 GiB,
+4 slots, capacity 16; low = 2 cores, 2 GiB, 2 slots, capacity 8; 2.7 GHz), ``thesis-9`` (the
+nine supervisors of thesis Table 4.1; ``thesis-9-sK`` with K slots each, Table 4.2).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import numpy as np
+
+from streamsched.errors import InputError
+from streamsched.model.cluster import Cluster, Node
+from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.topology import Operator, Stream, Topology
+
+MICRO_SIZES = tuple(range(10, 33, 2))
+
+
+def _op(name: str, p: int, role: str = "operator", **kw) -> Operator:
+    return Operator(name=name, parallelism=p, role=role, **kw)
+
+
+def _unit_pairs(name: str, ops: list[Operator], links: list[tuple[str, str]]) -> Topology:
+    """Micro-benchmark convention: load 1 per task, rate 1 per communicating task pair."""
+    ops = [Operator(**{**op.__dict__, "task_load": 1.0}) for op in ops]
+    return Topology(name, tuple(ops), tuple(Stream(a, b, pair_rate=1.0) for a, b in links))
+
+
+def micro_linear(n_tasks: int) -> Topology:
+    """i-scheduler.txt Fig. 3a: a chain of n/2 operators of 2 tasks each."""
+    k = n_tasks // 2
+    ops = [_op(f"op{i}", 2, "source" if i == 0 else "sink" if i == k - 1 else "operator") for i in range(k)]
+    return _unit_pairs(f"linear-{n_tasks}", ops, [(f"op{i}", f"op{i + 1}") for i in range(k - 1)])
+
+
+def micro_diamond(n_tasks: int) -> Topology:
+    """i-scheduler.txt Fig. 3b: source (4) -> (n-8)/2 middle operators (2) -> sink (4)."""
+    middle = (n_tasks - 8) // 2
+    ops = [_op("source", 4, "source")] + [_op(f"mid{i}", 2) for i in range(middle)] + [_op("sink", 4, "sink")]
+    links = [("source", f"mid{i}") for i in range(middle)] + [(f"mid{i}", "sink") for i in range(middle)]
+    return _unit_pairs(f"diamond-{n_tasks}", ops, links)
+
+
+def micro_star(n_tasks: int) -> Topology:
+    """i-scheduler.txt Fig. 3c: 2-task sources and sinks added alternately around a 4-task centre."""
+    outer = (n_tasks - 4) // 2
+    n_src = (outer + 1) // 2
+    n_sink = outer - n_src
+    ops = [_op(f"source{i}", 2, "source") for i in range(n_src)] + [_op("center", 4)]
+    ops += [_op(f"sink{i}", 2, "sink") for i in range(n_sink)]
+    links = [(f"source{i}", "center") for i in range(n_src)] + [("center", f"sink{i}") for i in range(n_sink)]
+    return _unit_pairs(f"star-{n_tasks}", ops, links)
+
+
+def _throughput_variants() -> dict[str, Callable[[], Topology]]:
+    def linear():
+        ops = [_op("spout", 8, "source")] + [_op(f"bolt{i}", 8) for i in (1, 2)] + [_op("sink", 8, "sink")]
+        return _unit_pairs("linear-tp", ops, [("spout", "bolt1"), ("bolt1", "bolt2"), ("bolt2", "sink")])
+
+    def diamond():
+        ops = [_op("spout", 8, "source"), _op("left", 8), _op("right", 8), _op("sink", 8, "sink")]
+        return _unit_pairs("diamond-tp", ops, [("spout", "left"), ("spout", "right"), ("left", "sink"), ("right", "sink")])
+
+    def star():
+        ops = [_op("spout1", 4, "source"), _op("spout2", 4, "source"), _op("center", 8),
+               _op("sink1", 8, "sink"), _op("sink2", 8, "sink")]
+        links = [("spout1", "center"), ("spout2", "center"), ("center", "sink1"), ("center", "sink2")]
+        return _unit_pairs("star-tp", ops, links)
+
+    return {"linear-tp": linear, "diamond-tp": diamond, "star-tp": star}
+
+
+def _rated(name, ops, streams, rate=1000.0) -> Topology:
+    """Application workloads: load 1 per task (capacity = tasks), rates from ``rate`` at the spouts."""
+    ops = [Operator(**{**op.__dict__, "task_load": 1.0,
+                       "source_rate": rate if op.role == "source" else 0.0}) for op in ops]
+    return Topology(name, tuple(ops), tuple(streams))
+
+
+def _applications() -> dict[str, Callable[[], Topology]]:
+    def rstorm_linear():
+        ops = [_op("spout", 4, "source")] + [_op(f"bolt{i}", 6) for i in (1, 2, 3)]
+        names = ["spout", "bolt1", "bolt2", "bolt3"]
+        return _rated("rstorm-linear", ops, [Stream(a, b) for a, b in zip(names, names[1:])])
+
+    def rstorm_diamond():
+        ops = [_op("spout", 2, "source")] + [_op(f"bolt{i}", 4) for i in range(1, 5)] + [_op("output", 6, "sink")]
+        streams = [Stream("spout", f"bolt{i}") for i in range(1, 5)] + [Stream(f"bolt{i}", "output") for i in range(1, 5)]
+        return _rated("rstorm-diamond", ops, streams)
+
+    def rstorm_star():
+        ops = [_op("spout1", 2, "source"), _op("spout2", 2, "source"), _op("center", 6),
+               _op("output1", 6, "sink"), _op("output2", 6, "sink")]
+        streams = [Stream("spout1", "center"), Stream("spout2", "center"),
+                   Stream("center", "output1"), Stream("center", "output2")]
+        return _rated("rstorm-star", ops, streams)
+
+    def wordcount():
+        ops = [_op("spout", 5, "source", tuple_bytes=60), _op("split", 8, selectivity=8, tuple_bytes=12),
+               _op("count", 12, "sink", tuple_bytes=20)]
+        return _rated("wordcount", ops, [Stream("spout", "split"), Stream("split", "count", "fields", key_skew=1.0)])
+
+    def exclamation():
+        ops = [_op("word", 10, "source", tuple_bytes=12), _op("exclaim1", 3, tuple_bytes=15), _op("exclaim2", 2, "sink")]
+        return _rated("exclamation", ops, [Stream("word", "exclaim1"), Stream("exclaim1", "exclaim2")])
+
+    def smart_home():
+        ops = [_op("source", 10, "source", tuple_bytes=48), _op("house_load", 10, selectivity=0.1),
+               _op("plug_load", 10, selectivity=0.1), _op("sink", 10, "sink")]
+        streams = [Stream("source", "house_load", "fields"), Stream("source", "plug_load", "fields"),
+                   Stream("house_load", "sink"), Stream("plug_load", "sink")]
+        return _rated("smart-home", ops, streams)
+
+    def taxi_routes():
+        ops = [_op("source", 16, "source", tuple_bytes=180), _op("parse", 16, tuple_bytes=40),
+               _op("cells", 8, tuple_bytes=24), _op("route_count", 4, selectivity=0.05, tuple_bytes=200),
+               _op("top_routes", 1, "sink")]
+        streams = [Stream("source", "parse"), Stream("parse", "cells"), Stream("cells", "route_count", "fields"),
+                   Stream("route_count", "top_routes", "global")]
+        return _rated("taxi-routes", ops, streams)
+
+    def chains(name: str, tuple_bytes: float, depth: int = 7, parallelism: int = 10):
+        ops = [_op("spout", parallelism, "source", tuple_bytes=tuple_bytes)]
+        ops += [_op(f"bolt{i}", parallelism, "sink" if i == depth else "operator", tuple_bytes=tuple_bytes)
+                for i in range(1, depth + 1)]
+        names = [op.name for op in ops]
+        return _rated(name, ops, [Stream(a, b, "forward") for a, b in zip(names, names[1:])])
+
+    def pageload():
+        ops = [_op("spout", 3, "source")] + [_op(f"bolt{i}", 3) for i in range(1, 7)]
+        names = [op.name for op in ops]
+        return _rated("pageload", ops, [Stream(a, b) for a, b in zip(names, names[1:])])
+
+    def processing():
+        ops = [_op("spout", 2, "source"), _op("transform", 4), _op("a1", 4), _op("a2", 4, "sink"),
+               _op("b1", 4), _op("b2", 4, "sink")]
+        streams = [Stream("spout", "transform"), Stream("transform", "a1"), Stream("a1", "a2"),
+                   Stream("transform", "b1"), Stream("b1", "b2")]
+        return _rated("processing", ops, streams)
+
+    return {
+        "rstorm-linear": rstorm_linear, "rstorm-diamond": rstorm_diamond, "rstorm-star": rstorm_star,
+        "wordcount": wordcount, "exclamation": exclamation, "smart-home": smart_home,
+        "taxi-routes": taxi_routes, "parallel": lambda: chains("parallel", 16.0),
+        "payload": lambda: chains("payload", 3072.0), "pageload": pageload, "processing": processing,
+    }
+
+
+def random_topology(n_operators: int, seed: int = 0, max_fanout: int = 5,
+                    parallelism: tuple[int, int] = (1, 8), groupings: dict[str, float] | None = None,
+                    source_share: float = 0.1, name: str | None = None) -> Topology:
+    """A seeded random DAG: operator i draws its parents among operators < i (fan-out <= max_fanout).
+
+    About ``source_share`` of the operators are sources; every other operator has at least one
+    parent; parallelism is uniform in ``parallelism``; groupings are drawn from ``groupings``
+    (weights; default 60 % shuffle, 28 % fields with skew in [0, 1.5], 10 % global, 2 % all).
+    """
+    if n_operators < 1:
+        raise InputError(f"random workload: operators must be >= 1, got {n_operators}")
+    rng = np.random.default_rng(seed)
+    groupings = groupings or {"shuffle": 0.6, "fields": 0.28, "global": 0.1, "all": 0.02}
+    kinds = list(groupings)
+    weights = np.array([groupings[k] for k in kinds], dtype=float)
+    weights /= weights.sum()
+    n_sources = max(1, int(round(n_operators * source_share)))
+    par = rng.integers(parallelism[0], parallelism[1] + 1, size=n_operators)
+    fanout = np.zeros(n_operators, dtype=int)
+    streams: list[Stream] = []
+    has_child = np.zeros(n_operators, dtype=bool)
+    for i in range(n_sources, n_operators):
+        n_parents = 1 + int(rng.integers(0, 2))
+        candidates = np.flatnonzero(fanout[:i] < max_fanout)
+        if candidates.size == 0:
+            candidates = np.arange(i)
+        # prefer recent operators so that the DAG has depth, not a star
+        window = candidates[-max(8, n_parents):]
+        parents = rng.choice(window, size=min(n_parents, window.size), replace=False)
+        for parent in sorted(parents.tolist()):
+            kind = kinds[int(rng.choice(len(kinds), p=weights))]
+            skew = float(rng.uniform(0, 1.5)) if kind == "fields" else 0.0
+            streams.append(Stream(f"op{parent}", f"op{i}", kind, key_skew=skew))
+            fanout[parent] += 1
+            has_child[parent] = True
+    ops = []
+    for i in range(n_operators):
+        role = "source" if i < n_sources else ("operator" if has_child[i] else "sink")
+        ops.append(Operator(f"op{i}", int(par[i]), role, cpu_per_tuple=1e-3,
+                            selectivity=float(rng.uniform(0.3, 1.0)), tuple_bytes=float(rng.integers(16, 1024)),
+                            source_rate=1000.0 if role == "source" else 0.0))
+    return Topology(name or f"random-{n_operators}-s{seed}", tuple(ops), tuple(streams))
+
+
+_MICRO = {"linear": micro_linear, "diamond": micro_diamond, "star": micro_star}
+_FIXED: dict[str, Callable[[], Topology]] = {**_throughput_variants(), **_applications()}
+
+
+def workload_names() -> list[str]:
+    micro = [f"{shape}-{n}" for shape in _MICRO for n in MICRO_SIZES]
+    return micro + sorted(_FIXED) + ["random-K[-sS]"]
+
+
+def topology(name: str) -> Topology:
+    """The built-in workload ``name`` as a logical topology."""
+    match = re.fullmatch(r"(linear|diamond|star)-(\d+)", name)
+    if match and int(match.group(2)) in MICRO_SIZES:
+        return _MICRO[match.group(1)](int(match.group(2)))
+    match = re.fullmatch(r"random-(\d+)(?:-s(\d+))?", name)
+    if match:
+        return random_topology(int(match.group(1)), seed=int(match.group(2) or 0), name=name)
+    if name in _FIXED:
+        return _FIXED[name]()
+    raise InputError(f"unknown workload {name!r} (known: {', '.join(workload_names())})")
+
+
+def workload(name: str) -> TaskGraph:
+    """The built-in workload ``name`` as a task graph."""
+    return TaskGraph.from_topology(topology(name))
+
+
+# ------------------------------------------------------------------ clusters
+HIGH = dict(capacity=16.0, slots=4, cores=4, ghz=2.7, ram_mb=4096.0)
+LOW = dict(capacity=8.0, slots=2, cores=2, ghz=2.7, ram_mb=2048.0)
+#: thesis Table 4.1: (names, cores, GHz, flops/cycle as printed, RAM GB).
+THESIS_MACHINES = (
+    (("node-a", "node-b", "node-c"), 8, 3.40, 6816, 3.7),
+    (("node-d", "node-e", "node-f"), 4, 3.20, 6385, 7.7),
+    (("node-g", "node-h", "node-i"), 4, 2.53, 5054, 3.7),
+)
+
+
+def thesis_cluster(slots: int = 3) -> Cluster:
+    nodes = [Node(name, capacity=4.0 * cores, slots=slots, cores=cores, ghz=ghz, flops_per_cycle=fpc,
+                  ram_mb=ram * 1024)
+             for names, cores, ghz, fpc, ram in THESIS_MACHINES for name in names]
+    return Cluster(f"thesis-9-s{slots}", tuple(nodes))
+
+
+def cluster_names() -> list[str]:
+    return ["homogeneous-10", "heterogeneous-10", "high-low-H-L", "thesis-9", "thesis-9-sK"]
+
+
+def cluster(name: str) -> Cluster:
+    """The built-in cluster ``name``."""
+    if name == "homogeneous-10":
+        return Cluster.from_types(name, (10, {"capacity": 4.0}))
+    if name == "heterogeneous-10":
+        return Cluster.from_types(name, (3, {"capacity": 6.0}), (3, {"capacity": 4.0}), (4, {"capacity": 2.0}))
+    match = re.fullmatch(r"high-low-(\d+)-(\d+)", name)
+    if match and int(match.group(1)) + int(match.group(2)) > 0:
+        return Cluster.from_types(name, (int(match.group(1)), HIGH), (int(match.group(2)), LOW))
+    match = re.fullmatch(r"thesis-9(?:-s(\d+))?", name)
+    if match:
+        return thesis_cluster(int(match.group(1) or 3))
+    raise InputError(f"unknown cluster {name!r} (known: {', '.join(cluster_names())})")
