@@ -22,7 +22,7 @@ demo: setup
 	$(BIN)/streamsched compare --workload diamond-30 --cluster heterogeneous-10 --schedulers all
 
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q
 
 bench: setup
 	$(BIN)/python benchmarks/bench_core.py

@@ -22,23 +22,17 @@ from streamsched.cli import core  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code instead of raising (also used by the tests)."""
+    """Entry point; returns the exit code instead of exiting (also used by the tests).
+
+    Usage errors are reported by typer itself (exit 2); our errors print one line.
+    """
     try:
-        app(args=argv, prog_name="streamsched", standalone_mode=False)
+        app(args=argv, prog_name="streamsched", standalone_mode=True)
     except StreamschedError as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         return exc.exit_code
-    except typer.Exit as exc:
-        return exc.exit_code
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            return 130
-        raise
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return 0
 
 

@@ -72,7 +72,7 @@ def _check_values(path: Path, name: str, values: np.ndarray) -> None:
     bad = np.flatnonzero(~(values >= 0) | ~np.isfinite(values))
     if bad.size:
         k = int(bad[0])
-        raise InputError(f"{path}: {_row(path, k)}: {name} is {values[k]!r}; must be a finite number >= 0")
+        raise InputError(f"{path}: {_row(path, k)}: {name} is {values[k]:g}; must be a finite number >= 0")
 
 
 def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks) -> TaskGraph:

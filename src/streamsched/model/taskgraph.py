@@ -247,7 +247,7 @@ def _check_nonnegative(where: str, field: str, values: np.ndarray) -> None:
     bad = np.flatnonzero(~(values >= 0))
     if bad.size:
         k = int(bad[0])
-        raise InputError(f"{where}: {field} of item {k} is {values[k]!r}; must be a number >= 0")
+        raise InputError(f"{where}: {field} of item {k} is {values[k]:g}; must be a number >= 0")
 
 
 def _grouping_edges(stream, emitted: np.ndarray, p_down: int):

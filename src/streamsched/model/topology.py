@@ -6,6 +6,7 @@ instantiates it into tasks and weighted task-to-task edges by the grouping seman
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,10 +122,10 @@ class Topology:
         for stream in self.streams:
             indegree[stream.dst] += 1
             children[stream.src].append(stream.dst)
-        ready = [name for name, deg in indegree.items() if deg == 0]
+        ready = deque(name for name, deg in indegree.items() if deg == 0)
         order: list[str] = []
         while ready:
-            name = ready.pop(0)
+            name = ready.popleft()
             order.append(name)
             for child in children[name]:
                 indegree[child] -= 1
