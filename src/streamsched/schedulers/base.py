@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -131,5 +131,68 @@ def check_fits(graph: TaskGraph, cluster: Cluster) -> None:
 
 
 def remaining_capacity(cluster: Cluster) -> np.ndarray:
-    """A writable copy of the node capacities, with the validator's tolerance added."""
-    return cluster.capacity * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE
+    """A writable copy of the node capacities with a tenth of the validator's tolerance, so
+    that loads summed in another order still pass ``Placement.violations``."""
+    return cluster.capacity * (1 + CAPACITY_TOLERANCE / 10) + CAPACITY_TOLERANCE / 10
+
+
+# ------------------------------------------------------------------ several topologies
+@dataclass(frozen=True, eq=False)
+class ResidualCluster(Cluster):
+    """What earlier topologies left of a cluster; ``occupied[k]`` when node k hosts one of them."""
+
+    occupied: tuple[bool, ...] = ()
+
+
+def residual_cluster(cluster: Cluster, used_load: np.ndarray, used_memory: np.ndarray,
+                     used_slots: list[set[int]], dedicated: np.ndarray) -> ResidualCluster:
+    """``cluster`` minus what is used: capacity, RAM and slots shrink; cores shrink in proportion
+    to the capacity left (CPU is shared like load); a dedicated node (Isolation) keeps nothing."""
+    nodes = []
+    for k, node in enumerate(cluster.nodes):
+        capacity = 0.0 if dedicated[k] else max(node.capacity - float(used_load[k]), 0.0)
+        share = capacity / node.capacity if node.capacity > 0 else 0.0
+        nodes.append(replace(
+            node, capacity=capacity, slots=0 if dedicated[k] else node.slots - len(used_slots[k]),
+            ram_mb=0.0 if dedicated[k] else max(node.ram_mb - float(used_memory[k]), 0.0),
+            cores=node.cores * share if share < 1 else node.cores,
+        ))
+    occupied = tuple(bool(used_slots[k]) or bool(used_load[k] > 0) or bool(dedicated[k]) for k in range(cluster.n_nodes))
+    return ResidualCluster(name=cluster.name, nodes=tuple(nodes), occupied=occupied)
+
+
+def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
+                  skip_infeasible: bool = False) -> list[Placement | None]:
+    """Place several topologies on one cluster, in order, each on what the earlier ones left.
+
+    Works for every scheduler: each graph is scheduled on a :class:`ResidualCluster`, and its
+    worker numbers are mapped back to the node's free slot numbers. Nodes a placement lists in
+    ``metadata["dedicated_nodes"]`` are withheld from every later graph (Isolation). A graph
+    that does not fit raises ``InfeasibleError``, or with ``skip_infeasible`` gets ``None`` and
+    takes nothing.
+    """
+    n = cluster.n_nodes
+    used_load, used_memory = np.zeros(n), np.zeros(n)
+    used_slots: list[set[int]] = [set() for _ in range(n)]
+    dedicated = np.zeros(n, dtype=bool)
+    out: list[Placement | None] = []
+    for graph in graphs:
+        residual = residual_cluster(cluster, used_load, used_memory, used_slots, dedicated)
+        try:
+            placement = scheduler.schedule(graph, residual, seed=seed)
+        except InfeasibleError:
+            if not skip_infeasible:
+                raise
+            out.append(None)
+            continue
+        free = [sorted(set(range(node.slots)) - used_slots[k]) for k, node in enumerate(cluster.nodes)]
+        worker_of = np.array([free[k][w] if w >= 0 else w for k, w in
+                              zip(placement.node_of.tolist(), placement.worker_of.tolist())], dtype=np.int32)
+        for k, w in zip(placement.node_of.tolist(), worker_of.tolist()):
+            if w >= 0:
+                used_slots[k].add(w)
+        used_load += np.bincount(placement.node_of, weights=graph.load, minlength=n)
+        used_memory += np.bincount(placement.node_of, weights=graph.memory_mb, minlength=n)
+        dedicated[list(placement.metadata.get("dedicated_nodes", []))] = True
+        out.append(Placement.build(placement.node_of, worker_of, placement.metadata))
+    return out
