@@ -174,11 +174,12 @@ def _applications() -> dict[str, Callable[[], Topology]]:
 def random_topology(n_operators: int, seed: int = 0, max_fanout: int = 5,
                     parallelism: tuple[int, int] = (1, 8), groupings: dict[str, float] | None = None,
                     source_share: float = 0.1, name: str | None = None) -> Topology:
-    """A seeded random DAG: operator i draws its parents among operators < i (fan-out <= max_fanout).
+    """A seeded random DAG: operator i draws 1-2 parents among the 16 operators before it whose
+    fan-out is below ``max_fanout`` (so the DAG has depth; none free: i becomes a source).
 
-    About ``source_share`` of the operators are sources; every other operator has at least one
-    parent; parallelism is uniform in ``parallelism``; groupings are drawn from ``groupings``
-    (weights; default 60 % shuffle, 28 % fields with skew in [0, 1.5], 10 % global, 2 % all).
+    About ``source_share`` of the operators are sources; parallelism is uniform in
+    ``parallelism``; groupings are drawn from ``groupings`` (weights; default 60 % shuffle, 28 %
+    fields with skew in [0, 1.5], 10 % global, 2 % all); selectivity uniform in [0.3, 1].
     """
     if n_operators < 1:
         raise InputError(f"random workload: operators must be >= 1, got {n_operators}")
@@ -186,32 +187,38 @@ def random_topology(n_operators: int, seed: int = 0, max_fanout: int = 5,
     groupings = groupings or {"shuffle": 0.6, "fields": 0.28, "global": 0.1, "all": 0.02}
     kinds = list(groupings)
     weights = np.array([groupings[k] for k in kinds], dtype=float)
-    weights /= weights.sum()
     n_sources = max(1, int(round(n_operators * source_share)))
     par = rng.integers(parallelism[0], parallelism[1] + 1, size=n_operators)
-    fanout = np.zeros(n_operators, dtype=int)
+    selectivity = rng.uniform(0.3, 1.0, size=n_operators)
+    tuple_bytes = rng.integers(16, 1024, size=n_operators)
+    n_parents = 1 + rng.integers(0, 2, size=n_operators)
+    kind_of = rng.choice(len(kinds), size=(n_operators, 2), p=weights / weights.sum())
+    skew_of = rng.uniform(0, 1.5, size=(n_operators, 2))
+    pick = rng.random(size=(n_operators, 2))
+    kind_names = [kinds[k] for k in kind_of.ravel().tolist()]
+    fanout = [0] * n_operators
+    has_parent = [False] * n_operators
     streams: list[Stream] = []
-    has_child = np.zeros(n_operators, dtype=bool)
     for i in range(n_sources, n_operators):
-        n_parents = 1 + int(rng.integers(0, 2))
-        candidates = np.flatnonzero(fanout[:i] < max_fanout)
-        if candidates.size == 0:
-            candidates = np.arange(i)
-        # prefer recent operators so that the DAG has depth, not a star
-        window = candidates[-max(8, n_parents):]
-        parents = rng.choice(window, size=min(n_parents, window.size), replace=False)
-        for parent in sorted(parents.tolist()):
-            kind = kinds[int(rng.choice(len(kinds), p=weights))]
-            skew = float(rng.uniform(0, 1.5)) if kind == "fields" else 0.0
+        window = [j for j in range(max(0, i - 16), i) if fanout[j] < max_fanout]
+        if not window:
+            continue
+        first = int(pick[i, 0] * len(window))
+        parents = [window[first]]
+        if n_parents[i] == 2 and len(window) > 1:
+            second = int(pick[i, 1] * (len(window) - 1))
+            parents.append(window[second + (second >= first)])
+        for k, parent in enumerate(sorted(parents)):
+            kind = kind_names[2 * i + k]
+            skew = float(skew_of[i, k]) if kind == "fields" else 0.0
             streams.append(Stream(f"op{parent}", f"op{i}", kind, key_skew=skew))
             fanout[parent] += 1
-            has_child[parent] = True
+        has_parent[i] = True
     ops = []
     for i in range(n_operators):
-        role = "source" if i < n_sources else ("operator" if has_child[i] else "sink")
-        ops.append(Operator(f"op{i}", int(par[i]), role, cpu_per_tuple=1e-3,
-                            selectivity=float(rng.uniform(0.3, 1.0)), tuple_bytes=float(rng.integers(16, 1024)),
-                            source_rate=1000.0 if role == "source" else 0.0))
+        role = "operator" if has_parent[i] and fanout[i] else "sink" if has_parent[i] else "source"
+        ops.append(Operator(f"op{i}", int(par[i]), role, cpu_per_tuple=1e-3, selectivity=float(selectivity[i]),
+                            tuple_bytes=float(tuple_bytes[i]), source_rate=1000.0 if role == "source" else 0.0))
     return Topology(name or f"random-{n_operators}-s{seed}", tuple(ops), tuple(streams))
 
 

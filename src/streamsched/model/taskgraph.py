@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -250,25 +250,34 @@ def _check_nonnegative(where: str, field: str, values: np.ndarray) -> None:
         raise InputError(f"{where}: {field} of item {k} is {values[k]:g}; must be a number >= 0")
 
 
+@lru_cache(maxsize=4096)
+def _grouping_pattern(grouping: str, p_up: int, p_down: int, key_skew: float):
+    """(local src, local dst, weight) of a grouping: a pair's rate is ``e[src] * weight``."""
+    if grouping in ("global", "forward"):
+        s = np.arange(p_up)
+        d = np.zeros(p_up, dtype=np.int64) if grouping == "global" else s
+        return _read_only(s, d, np.ones(p_up))
+    s = np.repeat(np.arange(p_up), p_down)
+    d = np.tile(np.arange(p_down), p_up)
+    if grouping == "fields":
+        weights = np.arange(1, p_down + 1, dtype=np.float64) ** (-key_skew)
+        weights /= weights.sum()
+    elif grouping == "all":
+        weights = np.ones(p_down)
+    else:
+        weights = np.full(p_down, 1.0 / p_down)
+    return _read_only(s, d, np.tile(weights, p_up))
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for array in arrays:
+        array.setflags(write=False)
+    return arrays
+
+
 def _grouping_edges(stream, emitted: np.ndarray, p_down: int):
     """Edges (local src, local dst, rate) of one stream; see ``TaskGraph.from_topology``."""
-    p_up = emitted.size
-    g = stream.grouping
-    if g in ("shuffle", "local-or-shuffle", "fields", "all"):
-        s = np.repeat(np.arange(p_up), p_down)
-        d = np.tile(np.arange(p_down), p_up)
-        if g == "fields":
-            weights = (np.arange(1, p_down + 1, dtype=np.float64)) ** (-stream.key_skew)
-            weights /= weights.sum()
-        elif g == "all":
-            weights = np.ones(p_down)
-        else:
-            weights = np.full(p_down, 1.0 / p_down)
-        r = np.outer(emitted, weights).ravel()
-    elif g == "global":
-        s, d, r = np.arange(p_up), np.zeros(p_up, dtype=np.int64), emitted.copy()
-    else:  # forward
-        s, d, r = np.arange(p_up), np.arange(p_up), emitted.copy()
+    s, d, weight = _grouping_pattern(stream.grouping, emitted.size, p_down, stream.key_skew)
     if stream.pair_rate is not None:
-        r = np.full(s.size, stream.pair_rate)
-    return s, d, r
+        return s, d, np.full(s.size, stream.pair_rate)
+    return s, d, emitted[s] * weight
