@@ -18,6 +18,7 @@ from streamsched.errors import InputError
 from streamsched.metrics import evaluate as evaluate_placement
 from streamsched.model import Cluster, Placement, TaskGraph, Topology
 from streamsched.schedulers import available, get_scheduler, scheduler_class
+from streamsched.schedulers.base import schedule_many
 
 console = Console()
 
@@ -82,22 +83,46 @@ def list_(what: str = typer.Argument("all", help="schedulers, workloads, cluster
 
 @app.command()
 def schedule(
-    workload: Optional[str] = WorkloadOpt,
-    graph: Optional[Path] = GraphOpt,
+    workload: Optional[list[str]] = typer.Option(
+        None, "--workload", "-w", help="built-in workload name; repeat it to place several topologies in order"),
+    graph: Optional[list[Path]] = typer.Option(
+        None, "--graph", "-g", help="graph file (see `evaluate --help`); repeat it to place several topologies in order"),
     cluster: str = ClusterOpt,
     scheduler: str = typer.Option("even", "--scheduler", "-s", help="registered scheduler name"),
     param: Optional[list[str]] = ParamOpt,
     seed: int = typer.Option(0, "--seed", help="seed of every randomised choice"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the placement JSON here"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the placement JSON here (several: OUT-<graph>.json)"),
 ) -> None:
-    """Compute a placement and print its metrics (and write it with --out)."""
-    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    """Compute a placement and print its metrics (and write it with --out).
+
+    Several topologies share the cluster: each is placed, in order, on what the earlier ones left."""
+    if workload and graph:
+        raise InputError("give exactly one of --workload NAME or --graph FILE (repeat it for several topologies)")
+    if len(workload or graph or []) > 1:
+        _schedule_several([load_graph(w, None) for w in workload or []] + [load_graph(None, g) for g in graph or []],
+                          load_cluster(cluster), scheduler, parse_params(param), seed, out)
+        return
+    task_graph, nodes = load_graph((workload or [None])[0], (graph or [None])[0]), load_cluster(cluster)
     with err_console.status(f"scheduling {task_graph.name} with {scheduler}"):
         placement = get_scheduler(scheduler, **parse_params(param)).schedule(task_graph, nodes, seed=seed)
     if out is not None:
         placement.write(out, task_graph, nodes)
     metrics = evaluate_placement(task_graph, placement, nodes)
     console.print_json(data={"metadata": dict(placement.metadata), "metrics": metrics})
+
+
+def _schedule_several(graphs: list[TaskGraph], nodes: Cluster, scheduler: str, params: dict[str, Any], seed: int,
+                      out: Optional[Path]) -> None:
+    """``schedule`` with several topologies: :func:`schedule_many`, one result per topology."""
+    with err_console.status(f"scheduling {len(graphs)} topologies with {scheduler}"):
+        placements = schedule_many(get_scheduler(scheduler, **params), graphs, nodes, seed=seed)
+    results = []
+    for task_graph, placement in zip(graphs, placements):
+        if out is not None:
+            placement.write(out.with_name(f"{out.stem}-{task_graph.name}{out.suffix or '.json'}"), task_graph, nodes)
+        results.append({"graph": task_graph.name, "metadata": dict(placement.metadata),
+                        "metrics": evaluate_placement(task_graph, placement, nodes)})
+    console.print_json(data={"topologies": results})
 
 
 @app.command()
@@ -130,6 +155,7 @@ def compare(
     param: Optional[list[str]] = ParamOpt,
     seed: int = typer.Option(0, "--seed"),
     as_json: bool = typer.Option(False, "--json", help="print {\"results\": [...]} as JSON"),
+    report: Optional[Path] = typer.Option(None, "--report", help="also write an HTML report (charts, placement pictures, predicted throughput) with .csv/.json beside it"),
 ) -> None:
     """Run several schedulers on one workload and cluster and compare them."""
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
@@ -139,8 +165,18 @@ def compare(
         if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
             raise InputError(f"--param {key}: no selected scheduler declares it")
     with err_console.status("comparing") as status:
-        rows = run_compare(task_graph, nodes, names, params, seed,
-                           on_start=lambda n: status.update(f"running {n} on {task_graph.name}"))
+        on_start = lambda n: status.update(f"running {n} on {task_graph.name}")  # noqa: E731
+        if report is None:
+            rows = run_compare(task_graph, nodes, names, params, seed, on_start=on_start)
+        else:
+            from streamsched.evaluation.report import check_report_path, run_schedulers, write_report
+
+            check_report_path(report)
+            outcomes = run_schedulers(task_graph, nodes, names, params, seed, on_start=on_start)
+            rows = [o.row for o in outcomes]
+            status.update(f"writing {report}")
+            written = write_report(report, task_graph, nodes, outcomes, seed=seed)
+            err_console.print("report: " + ", ".join(str(p) for p in written), highlight=False)
     if as_json:
         console.print_json(data={"workload": task_graph.name, "cluster": nodes.name, "seed": seed, "results": rows})
         return

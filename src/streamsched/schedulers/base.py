@@ -139,26 +139,27 @@ def remaining_capacity(cluster: Cluster) -> np.ndarray:
 # ------------------------------------------------------------------ several topologies
 @dataclass(frozen=True, eq=False)
 class ResidualCluster(Cluster):
-    """What earlier topologies left of a cluster; ``occupied[k]`` when node k hosts one of them."""
+    """What earlier topologies left of a cluster: ``occupied[k]`` when node k hosts one of them,
+    ``used_load[k]`` the load they put there (R-Storm charges CPU for it)."""
 
     occupied: tuple[bool, ...] = ()
+    used_load: tuple[float, ...] = ()
 
 
 def residual_cluster(cluster: Cluster, used_load: np.ndarray, used_memory: np.ndarray,
                      used_slots: list[set[int]], dedicated: np.ndarray) -> ResidualCluster:
-    """``cluster`` minus what is used: capacity, RAM and slots shrink; cores shrink in proportion
-    to the capacity left (CPU is shared like load); a dedicated node (Isolation) keeps nothing."""
+    """``cluster`` minus what is used: capacity, RAM and slots shrink; a dedicated node
+    (Isolation) keeps nothing."""
     nodes = []
     for k, node in enumerate(cluster.nodes):
         capacity = 0.0 if dedicated[k] else max(node.capacity - float(used_load[k]), 0.0)
-        share = capacity / node.capacity if node.capacity > 0 else 0.0
         nodes.append(replace(
             node, capacity=capacity, slots=0 if dedicated[k] else node.slots - len(used_slots[k]),
             ram_mb=0.0 if dedicated[k] else max(node.ram_mb - float(used_memory[k]), 0.0),
-            cores=node.cores * share if share < 1 else node.cores,
         ))
     occupied = tuple(bool(used_slots[k]) or bool(used_load[k] > 0) or bool(dedicated[k]) for k in range(cluster.n_nodes))
-    return ResidualCluster(name=cluster.name, nodes=tuple(nodes), occupied=occupied)
+    return ResidualCluster(name=cluster.name, nodes=tuple(nodes), occupied=occupied,
+                           used_load=tuple(float(x) for x in used_load))
 
 
 def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,

@@ -1,0 +1,27 @@
+"""A3-Storm: topology, traffic and resource-aware scheduling (thesis-top-a3-ban-gr-storm.txt section 3.3).
+
+Algorithm 4 (main), Algorithm 5 (executor pairs by decreasing traffic, Table 3.6; the executor
+with the most traffic to the slot joins it, ``ceil(e / omega)`` per slot; leftovers round robin)
+and Algorithm 6 (slots by decreasing traffic onto nodes ranked by eq. 3.2 with ``alpha`` = 0.8,
+a node's slots used up before the next). Shared steps and their adaptations:
+:mod:`streamsched.schedulers._executor_grouping`.
+"""
+
+from __future__ import annotations
+
+from streamsched.schedulers import register
+from streamsched.schedulers._executor_grouping import ThesisScheduler, computation_power, rank_nodes
+from streamsched.schedulers.base import Param
+
+
+@register
+class A3StormScheduler(ThesisScheduler):
+    name = "a3-storm"
+    summary = "A3-Storm: executors grouped by traffic per slot, busiest slots onto the most powerful nodes"
+    by_traffic = True
+    params = ThesisScheduler.params + (
+        Param("alpha", float, 0.8, "eq. 3.2 weight of GFLOPs against RAM (0.2 ranks by memory)", low=0.0, high=1.0),
+    )
+
+    def node_rank(self, cluster, params):
+        return rank_nodes([computation_power(node, params["alpha"]) for node in cluster.nodes])

@@ -1,0 +1,34 @@
+"""TOP-Storm: topology-based resource-aware scheduling (thesis-top-a3-ban-gr-storm.txt section 3.2).
+
+Algorithm 1 (main), Algorithm 2 (executor grouping over the DAG's connectivity: a connected
+pair, then the executor with the most connections to the slot, ``ceil(e / omega)`` per slot,
+leftovers round robin) and Algorithm 3 (slots with the most executors onto the most powerful
+nodes, eq. 3.2 with ``alpha`` = 0.8, a node's slots used up before the next). Shared steps and
+their adaptations: :mod:`streamsched.schedulers._executor_grouping`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamsched.schedulers import register
+from streamsched.schedulers._executor_grouping import ThesisScheduler, computation_power, rank_nodes
+from streamsched.schedulers.base import Param
+
+
+@register
+class TopStormScheduler(ThesisScheduler):
+    name = "top-storm"
+    summary = "TOP-Storm: DAG-connected executors grouped per slot, slots onto the most powerful nodes"
+    by_traffic = False
+    params = ThesisScheduler.params + (
+        Param("alpha", float, 0.8, "eq. 3.2 weight of GFLOPs against RAM (0.2 ranks by memory)", low=0.0, high=1.0),
+    )
+
+    def node_rank(self, cluster, params):
+        return rank_nodes([computation_power(node, params["alpha"]) for node in cluster.nodes])
+
+    def slot_order(self, graph, slots):
+        """Algorithm 3 lines 18-20: slots by decreasing number of executors."""
+        sizes = np.array([len(slot) for slot in slots])
+        return [int(k) for k in np.lexsort((np.arange(len(slots)), -sizes))]
