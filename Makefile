@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test setup java bench clean
+.PHONY: demo test setup system bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,11 +12,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-setup: $(STAMP) java
+setup: $(STAMP) system
 
-# Java 17+ is needed by the Spark pipeline; install it with apt-get when missing and root.
-java:
-	@bash scripts/ensure-java.sh
+# Java 17+ for the Spark pipeline, Chromium for the report test: apt-get installs what is missing.
+system:
+	@bash scripts/ensure-system.sh
 
 demo: setup
 	$(BIN)/streamsched compare --workload diamond-30 --cluster heterogeneous-10 --schedulers all

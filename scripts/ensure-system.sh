@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# System packages the project needs beyond Python: Java 17+ (PySpark 4) and Chromium (the
+# report's headless rendering test). Missing ones are installed with apt-get when root.
+set -euo pipefail
+java_major() { java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]; exit}'; }
+missing=()
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
+  missing+=(openjdk-17-jre-headless)
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  missing+=(chromium)
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing ${missing[*]} with apt-get" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  exit 0
+fi
+echo "missing system packages: ${missing[*]} (install them; Java 17+ is required for Spark," \
+     "Chromium only for the report rendering test)" >&2
+case " ${missing[*]} " in *openjdk*) exit 1 ;; esac

@@ -1,0 +1,70 @@
+"""Evaluation commands: ``reproduce`` (the papers' experiments) and ``predict`` (the
+performance model on a placement file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from streamsched.cli import app, err_console
+from streamsched.cli.core import ClusterOpt, GraphOpt, WorkloadOpt, load_cluster, load_graph
+from streamsched.errors import InputError
+from streamsched.evaluation.experiments import EXPERIMENTS, reproduce as run_reproduction
+from streamsched.evaluation.performance import REGIMES, predict as predict_placement, regime
+from streamsched.model import Placement
+
+console = Console()
+
+
+@app.command()
+def reproduce(
+    name: str = typer.Argument(..., help="experiment: " + ", ".join(EXPERIMENTS) + ", or list"),
+    out: Path = typer.Option(Path("reproduction"), "--out", "-o", help="directory for tables, figures and rows"),
+    schedulers: Optional[str] = typer.Option(None, "--schedulers", help="comma-separated names (default: the paper's)"),
+    quick: bool = typer.Option(False, "--quick", help="a small subset of the grid (minutes -> seconds)"),
+    seed: int = typer.Option(0, "--seed"),
+    engine: str = typer.Option("local", "--engine", help="local (processes) or spark (one Spark task per cell)"),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="local worker processes"),
+) -> None:
+    """Recompute one of the papers' experiments; writes comparison.md/.csv (paper beside ours),
+    results.csv/.json and figures/*.png into --out (see docs/reproduction.md)."""
+    if name == "list":
+        table = Table("experiment", "what", "schedulers", title="experiments")
+        for exp in EXPERIMENTS.values():
+            table.add_row(exp.name, exp.summary, ", ".join(exp.schedulers))
+        console.print(table)
+        return
+    chosen = None if schedulers is None else [s.strip() for s in schedulers.split(",") if s.strip()]
+    if chosen is not None and not chosen:
+        raise InputError("--schedulers: empty list")
+    with err_console.status(f"reproducing {name}") as status:
+        result = run_reproduction(name, out, chosen, quick=quick, seed=seed, engine=engine, jobs=jobs,
+                                  progress=lambda i, n: status.update(f"{name}: cell {i} of {n}"))
+    if result.missing:
+        err_console.print(f"not registered, not run: {', '.join(result.missing)}", highlight=False)
+    failed = [r for r in result.rows if r.get("status") in ("error", "infeasible")]
+    for row in failed[:10]:
+        err_console.print(f"{row['scheduler']} on {row['workload']}/{row['cluster']}: {row['error']}", highlight=False)
+    console.print(f"{name}: {len(result.rows)} rows in {result.wall_time_s:.1f} s; wrote "
+                  + ", ".join(str(p) for p in result.written[:4]) + f" and {max(0, len(result.written) - 4)} more")
+
+
+@app.command()
+def predict(
+    placement: Path = typer.Argument(..., help="placement JSON written by `schedule --out`"),
+    workload: Optional[str] = WorkloadOpt,
+    graph: Optional[Path] = GraphOpt,
+    cluster: str = ClusterOpt,
+    model: str = typer.Option("default", "--model", help="parameter set: " + ", ".join(REGIMES)),
+    acking: bool = typer.Option(False, "--acking", help="model Storm's acking traffic"),
+) -> None:
+    """The performance model's throughput, latency and bottleneck for a placement (a model, not
+    a measurement; formulas in docs/evaluation.md)."""
+    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    loaded = Placement.read(placement, task_graph, nodes)
+    params = regime(model).with_(acking=acking) if acking else regime(model)
+    console.print_json(data=predict_placement(task_graph, nodes, loaded, params).to_dict())

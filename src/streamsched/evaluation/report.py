@@ -1,0 +1,265 @@
+"""Comparison reports: one self-contained HTML page (tables, bar charts, placement pictures,
+PNG images inlined as ``data:`` URIs) with the same rows as CSV and JSON beside it.
+
+The page carries a small script that records script errors and image loading in ``<body>``
+attributes (``data-images-loaded``, ``data-script-errors``), so a headless browser can check it.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from streamsched.comparison import params_for
+from streamsched.errors import InfeasibleError, InputError
+from streamsched.evaluation.performance import ModelParams, predict, regime
+from streamsched.evaluation.pictures import MAX_PICTURE_TASKS, bar_chart, placement_picture
+from streamsched.metrics import evaluate
+from streamsched.model.cluster import Cluster
+from streamsched.model.placement import Placement
+from streamsched.model.taskgraph import TaskGraph
+from streamsched.schedulers import scheduler_class
+
+#: Columns of the table, CSV and JSON, in order: (key, heading, format).
+COLUMNS = (
+    ("scheduler", "scheduler", "{}"),
+    ("status", "status", "{}"),
+    ("inter_node_traffic", "inter-node traffic", "{:.4g}"),
+    ("inter_worker_traffic", "inter-worker traffic", "{:.4g}"),
+    ("nodes_used", "nodes used", "{}"),
+    ("workers_used", "workers used", "{}"),
+    ("load_imbalance", "load imbalance", "{:.3f}"),
+    ("throughput_tps", "predicted throughput (tuples/s)", "{:.4g}"),
+    ("throughput_per_node", "throughput per node (eq. 1.2)", "{:.4g}"),
+    ("throughput_io_tps", "throughput, io-bound regime", "{:.4g}"),
+    ("throughput_cpu_tps", "throughput, cpu-bound regime", "{:.4g}"),
+    ("latency_ms", "predicted latency (ms)", "{:.4g}"),
+    ("bottleneck", "bottleneck", "{}"),
+    ("wall_time_s", "wall time (s)", "{:.3g}"),
+)
+
+#: The bar charts: (key, title, unit).
+CHARTS = (
+    ("inter_node_traffic", "inter-node traffic (i-scheduler.txt eq. 3)", "tuples/s"),
+    ("nodes_used", "nodes used", "nodes"),
+    ("throughput_tps", "predicted throughput (report's model)", "tuples/s"),
+    ("throughput_io_tps", "predicted throughput, io-bound regime", "tuples/s"),
+    ("throughput_cpu_tps", "predicted throughput, cpu-bound regime", "tuples/s"),
+    ("latency_ms", "predicted end-to-end latency", "ms"),
+    ("wall_time_s", "scheduler wall time", "s"),
+)
+
+
+@dataclass
+class Outcome:
+    """One scheduler's result: its row of figures and its placement (None if it failed)."""
+
+    row: dict[str, Any]
+    placement: Placement | None
+
+
+def run_schedulers(graph: TaskGraph, cluster: Cluster, names: Iterable[str], params: dict[str, Any] | None = None,
+                   seed: int = 0, model: ModelParams | None = None,
+                   on_start: Callable[[str], None] | None = None) -> list[Outcome]:
+    """Run each scheduler once; rows carry ``metrics.evaluate`` plus the model's prediction."""
+    params, model = params or {}, model or ModelParams()
+    outcomes = []
+    for name in names:
+        if on_start:
+            on_start(name)
+        scheduler = scheduler_class(name)(**params_for(name, params))
+        try:
+            placement = scheduler.schedule(graph, cluster, seed=seed)
+        except InfeasibleError as exc:
+            outcomes.append(Outcome({"scheduler": name, "valid": False, "status": "infeasible", "error": str(exc)}, None))
+            continue
+        outcomes.append(Outcome(placement_row(name, graph, cluster, placement, model), placement))
+    return outcomes
+
+
+def placement_row(name: str, graph: TaskGraph, cluster: Cluster, placement: Placement,
+                  model: ModelParams) -> dict[str, Any]:
+    """Metrics, model prediction and scheduler metadata of one placement, flat and JSON-ready."""
+    meta = dict(placement.metadata)
+    row = {"scheduler": name, **evaluate(graph, placement, cluster)}
+    row["status"] = meta.get("status", "ok" if row["valid"] else "invalid")
+    row["wall_time_s"] = meta.get("wall_time_s")
+    for key in ("bound", "gap"):
+        if key in meta:
+            row[key] = meta[key]
+    prediction = predict(graph, cluster, placement, model).summary()
+    row.update({k: prediction[k] for k in ("throughput_tps", "throughput_per_node", "source_tps",
+                                           "bottleneck", "regime", "max_rate_scale")})
+    for key, name in (("throughput_io_tps", "io-bound"), ("throughput_cpu_tps", "cpu-bound")):
+        row[key] = predict(graph, cluster, placement, regime(name)).throughput_tps
+    row["latency_ms"] = prediction["latency_s"] * 1e3
+    row["task_latency_ms"] = prediction["task_latency_s"] * 1e3
+    return row
+
+
+def write_report(path: str | Path, graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome],
+                 model: ModelParams | None = None, seed: int = 0, title: str | None = None) -> list[Path]:
+    """Write ``path`` (HTML) and ``path`` with .csv and .json suffixes; returns the three paths."""
+    path = check_report_path(path)
+    model = model or ModelParams()
+    rows = [o.row for o in outcomes]
+    csv_path, json_path = path.with_suffix(".csv"), path.with_suffix(".json")
+    write_csv(csv_path, rows)
+    document = {"workload": graph.name, "cluster": cluster.name, "seed": seed, "model": asdict(model),
+                "results": rows}
+    json_path.write_text(json.dumps(document, indent=1, default=_jsonable))
+    path.write_text(render_html(graph, cluster, outcomes, model, seed, title, csv_path.name, json_path.name),
+                    encoding="utf-8")
+    return [path, csv_path, json_path]
+
+
+def check_report_path(path: str | Path) -> Path:
+    """The report path, refused early (before any scheduler runs) if it cannot be written."""
+    path = Path(path)
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise InputError(f"--report {path}: the report file must end in .html")
+    if not path.parent.is_dir():
+        raise InputError(f"--report {path}: directory {path.parent} does not exist")
+    return path
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys and k != "violations")
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=keys, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _cell(row.get(k)) for k in keys})
+
+
+def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], model: ModelParams, seed: int,
+                title: str | None, csv_name: str, json_name: str) -> str:
+    rows = [o.row for o in outcomes]
+    names = [r["scheduler"] for r in rows]
+    title = title or f"{graph.name} on {cluster.name}"
+    parts = [_HEAD.format(title=html.escape(title))]
+    parts.append(f"<h1>{html.escape(title)}</h1>")
+    parts.append(
+        f"<p class='note'>Workload <b>{html.escape(graph.name)}</b> ({graph.n_tasks} tasks, {graph.n_edges} edges), "
+        f"cluster <b>{html.escape(cluster.name)}</b> ({cluster.n_nodes} nodes), seed {seed}. "
+        "Throughput and latency are <b>predicted by the performance model</b> of docs/evaluation.md, "
+        "not measured on a cluster. Data: "
+        f"<a href='{html.escape(csv_name)}'>{html.escape(csv_name)}</a>, "
+        f"<a href='{html.escape(json_name)}'>{html.escape(json_name)}</a>.</p>")
+    parts.append(_table(rows))
+    failed = [r for r in rows if r.get("error")]
+    for row in failed:
+        parts.append(f"<p class='error'>{html.escape(row['scheduler'])}: {html.escape(row['error'])}</p>")
+    parts.append("<h2>Charts</h2><div class='charts'>")
+    for key, chart_title, unit in CHARTS:
+        values = [_number(r.get(key)) for r in rows]
+        parts.append(_img(bar_chart(chart_title, names, values, unit), f"chart {key}", "chart"))
+    parts.append("</div><h2>Placements</h2>")
+    for outcome in outcomes:
+        name = outcome.row["scheduler"]
+        parts.append(f"<h3>{html.escape(name)}</h3>")
+        if outcome.placement is None:
+            parts.append("<p class='error'>no placement</p>")
+        elif graph.n_tasks > MAX_PICTURE_TASKS:
+            parts.append(f"<p>{graph.n_tasks} tasks: too many to draw (limit {MAX_PICTURE_TASKS}).</p>")
+        else:
+            picture = placement_picture(graph, cluster, outcome.placement, name)
+            parts.append(_img(picture, f"placement of {name}", "placement"))
+    parts.append("<h2>Model parameters</h2><pre>" + html.escape(json.dumps(asdict(model), indent=1)) + "</pre>")
+    parts.append(_SCRIPT + "</body></html>")
+    return "\n".join(parts)
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in COLUMNS)
+    body = []
+    for row in rows:
+        cells = []
+        for key, _, fmt in COLUMNS:
+            value = row.get(key)
+            cells.append(f"<td>{html.escape(_format(value, fmt))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table id='results'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _img(data: bytes, alt: str, kind: str) -> str:
+    encoded = base64.b64encode(data).decode("ascii")
+    return f"<img class='{kind}' alt='{html.escape(alt)}' src='data:image/png;base64,{encoded}'>"
+
+
+def _format(value: Any, fmt: str) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "unbounded"
+        if math.isnan(value):
+            return "n/a"
+    try:
+        return fmt.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=_jsonable)
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return str(value)
+
+
+_HEAD = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<script>
+window.__errors = [];
+window.addEventListener('error', function (e) {{ window.__errors.push(String(e.message)); }});
+</script>
+<style>
+body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
+table {{ border-collapse: collapse; font-size: 0.85em; }}
+th, td {{ border: 1px solid #bbb; padding: 0.25em 0.5em; text-align: right; }}
+th {{ background: #eef; }} td:first-child, td:nth-child(2), td:nth-child(13) {{ text-align: left; }}
+.charts img {{ margin: 0.3em; vertical-align: top; }}
+img.placement {{ max-width: 100%; border: 1px solid #ddd; }}
+.note {{ color: #444; }} .error {{ color: #a00; }}
+</style></head><body>"""
+
+_SCRIPT = """<script>
+window.addEventListener('load', function () {
+  var images = Array.prototype.slice.call(document.images);
+  var loaded = images.filter(function (img) { return img.complete && img.naturalWidth > 0; }).length;
+  document.body.setAttribute('data-images', String(images.length));
+  document.body.setAttribute('data-images-loaded', String(loaded));
+  document.body.setAttribute('data-charts', String(document.querySelectorAll('img.chart').length));
+  document.body.setAttribute('data-placements', String(document.querySelectorAll('img.placement').length));
+  document.body.setAttribute('data-script-errors', String(window.__errors.length));
+  document.body.setAttribute('data-ready', 'yes');
+});
+</script>"""
