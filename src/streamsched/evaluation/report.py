@@ -12,19 +12,18 @@ import csv
 import html
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from streamsched.comparison import params_for
-from streamsched.errors import InfeasibleError, InputError
+from streamsched.comparison import Outcome
+from streamsched.comparison import run_schedulers as compare_runs
+from streamsched.errors import InputError
 from streamsched.evaluation.performance import ModelParams, predict, regime
 from streamsched.evaluation.pictures import MAX_PICTURE_TASKS, bar_chart, placement_picture
-from streamsched.metrics import evaluate
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
-from streamsched.schedulers import scheduler_class
 
 #: Columns of the table, CSV and JSON, in order: (key, heading, format).
 COLUMNS = (
@@ -56,43 +55,21 @@ CHARTS = (
 )
 
 
-@dataclass
-class Outcome:
-    """One scheduler's result: its row of figures and its placement (None if it failed)."""
-
-    row: dict[str, Any]
-    placement: Placement | None
-
-
 def run_schedulers(graph: TaskGraph, cluster: Cluster, names: Iterable[str], params: dict[str, Any] | None = None,
                    seed: int = 0, model: ModelParams | None = None,
                    on_start: Callable[[str], None] | None = None) -> list[Outcome]:
-    """Run each scheduler once; rows carry ``metrics.evaluate`` plus the model's prediction."""
-    params, model = params or {}, model or ModelParams()
-    outcomes = []
-    for name in names:
-        if on_start:
-            on_start(name)
-        scheduler = scheduler_class(name)(**params_for(name, params))
-        try:
-            placement = scheduler.schedule(graph, cluster, seed=seed)
-        except InfeasibleError as exc:
-            outcomes.append(Outcome({"scheduler": name, "valid": False, "status": "infeasible", "error": str(exc)}, None))
-            continue
-        outcomes.append(Outcome(placement_row(name, graph, cluster, placement, model), placement))
+    """:func:`streamsched.comparison.run_schedulers`, each row extended with the model's prediction."""
+    model = model or ModelParams()
+    outcomes = compare_runs(graph, cluster, list(names), params, seed, on_start)
+    for outcome in outcomes:
+        if outcome.placement is not None:
+            add_prediction(outcome.row, graph, cluster, outcome.placement, model)
     return outcomes
 
 
-def placement_row(name: str, graph: TaskGraph, cluster: Cluster, placement: Placement,
-                  model: ModelParams) -> dict[str, Any]:
-    """Metrics, model prediction and scheduler metadata of one placement, flat and JSON-ready."""
-    meta = dict(placement.metadata)
-    row = {"scheduler": name, **evaluate(graph, placement, cluster)}
-    row["status"] = meta.get("status", "ok" if row["valid"] else "invalid")
-    row["wall_time_s"] = meta.get("wall_time_s")
-    for key in ("bound", "gap"):
-        if key in meta:
-            row[key] = meta[key]
+def add_prediction(row: dict[str, Any], graph: TaskGraph, cluster: Cluster, placement: Placement,
+                   model: ModelParams) -> dict[str, Any]:
+    """Add the performance model's throughput, latency and bottleneck to a comparison row."""
     prediction = predict(graph, cluster, placement, model).summary()
     row.update({k: prediction[k] for k in ("throughput_tps", "throughput_per_node", "source_tps",
                                            "bottleneck", "regime", "max_rate_scale")})
