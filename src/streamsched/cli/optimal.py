@@ -1,0 +1,38 @@
+"""``replan``: re-place a running topology with the exact solver, pricing each migrated task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from streamsched.cli import app, err_console
+from streamsched.cli.core import ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, console, load_cluster, load_graph, parse_params
+from streamsched.metrics import evaluate as evaluate_placement
+from streamsched.model import Placement
+from streamsched.schedulers import get_scheduler
+
+
+@app.command()
+def replan(
+    current: Path = typer.Argument(..., help="the running placement (JSON written by `schedule --out`)"),
+    workload: Optional[str] = WorkloadOpt,
+    graph: Optional[Path] = GraphOpt,
+    cluster: str = ClusterOpt,
+    migration_cost: float = typer.Option(1.0, "--migration-cost", "-m", help="cost per moved task, in rate units"),
+    param: Optional[list[str]] = ParamOpt,
+    seed: int = typer.Option(0, "--seed"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the new placement JSON here"),
+) -> None:
+    """Minimise inter-node traffic + migration cost x moved tasks (optimal scheduler), print the
+    new placement's metrics and how many tasks move."""
+    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    running = Placement.read(current, task_graph, nodes)
+    with err_console.status(f"re-planning {task_graph.name}"):
+        placement = get_scheduler("optimal", **parse_params(param)).replan(
+            task_graph, nodes, running, migration_cost=migration_cost, seed=seed)
+    if out is not None:
+        placement.write(out, task_graph, nodes)
+    console.print_json(data={"metadata": dict(placement.metadata),
+                             "metrics": evaluate_placement(task_graph, placement, nodes)})
