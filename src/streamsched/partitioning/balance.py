@@ -1,0 +1,107 @@
+"""Make a partition respect hard part capacities, moving as little communication as possible.
+
+Partitioners balance only approximately (METIS: max part weight <= ``ufactor`` x target, and not
+even that is guaranteed). Schedulers need hard limits (node capacity, tasks per worker), so
+overfull parts shed vertices: each vertex of an overfull part is scored by its best move, gain =
+weight of its edges into the target part minus its edges into its own part (the FM gain of
+Fiduccia-Mattheyses), among parts with room for it; the best-scoring moves are applied until the
+part fits. Rounds repeat until every part fits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from streamsched.errors import InfeasibleError
+from streamsched.model.placement import CAPACITY_TOLERANCE
+
+
+def part_weights(parts: np.ndarray, weights: np.ndarray, n_parts: int) -> np.ndarray:
+    return np.bincount(parts, weights=weights, minlength=n_parts)
+
+
+def fit_parts(adjacency: sp.csr_matrix, parts: np.ndarray, weights: np.ndarray,
+              capacity: np.ndarray) -> np.ndarray:
+    """A copy of ``parts`` in which part k holds weight <= ``capacity[k]``.
+
+    When single moves get stuck (no vertex of an overfull part fits anywhere else), every vertex
+    is re-packed, heaviest first, into its own part if it still has room, else into the part with
+    most room (first fit decreasing that keeps the partition where it can); ``InfeasibleError``
+    if a vertex then fits nowhere.
+    """
+    parts = np.array(parts, dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    capacity = np.asarray(capacity, dtype=np.float64) * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE
+    n_parts = capacity.size
+    held = part_weights(parts, weights, n_parts)
+    while True:
+        overfull = np.flatnonzero(held > capacity)
+        if overfull.size == 0:
+            return parts
+        moved = 0
+        for p in overfull.tolist():
+            moved += _shed(adjacency, parts, weights, capacity, held, p)
+        if moved == 0:
+            return _sticky_first_fit_decreasing(parts, weights, capacity)
+
+
+def _shed(adjacency, parts, weights, capacity, held, p) -> int:
+    """Move vertices out of part ``p`` (best FM gain first) until it fits; returns how many moved."""
+    members = np.flatnonzero(parts == p)
+    n_parts = capacity.size
+    room = capacity - held
+    conn = adjacency[members].tocoo()
+    to_part = parts[conn.col]
+    own = np.bincount(conn.row[to_part == p], weights=conn.data[to_part == p], minlength=members.size)
+    # candidate moves along edges: (member row, target part, gain)
+    keep = (to_part != p) & (room[to_part] >= weights[members[conn.row]])
+    rows, targets = conn.row[keep], to_part[keep]
+    pair_weight = sp.coo_matrix((conn.data[keep], (rows, targets)), shape=(members.size, n_parts)).tocsr()
+    pair_weight.sum_duplicates()
+    pair = pair_weight.tocoo()
+    # plus, for every member, the part with most room (gain = -own, no edges gained)
+    roomiest = np.where(np.arange(n_parts) == p, -np.inf, room)
+    spare = int(np.argmax(roomiest))
+    cand_rows = np.concatenate([pair.row, np.arange(members.size)])
+    cand_targets = np.concatenate([pair.col, np.full(members.size, spare)])
+    cand_gain = np.concatenate([pair.data, np.zeros(members.size)]) - own[cand_rows]
+    need = weights[members[cand_rows]]
+    fits = (room[cand_targets] >= need) & (need > 0)
+    cand_rows, cand_targets, cand_gain = cand_rows[fits], cand_targets[fits], cand_gain[fits]
+    if cand_rows.size == 0:
+        return 0
+    # best candidate per member, then members by gain (desc), ties by vertex index
+    order = np.lexsort((cand_targets, -cand_gain, cand_rows))
+    first = np.r_[True, cand_rows[order][1:] != cand_rows[order][:-1]]
+    best = order[first]
+    best = best[np.lexsort((members[cand_rows[best]], -cand_gain[best]))]
+    moved = 0
+    for k in best.tolist():
+        if held[p] <= capacity[p]:
+            break
+        v, q = int(members[cand_rows[k]]), int(cand_targets[k])
+        if held[q] + weights[v] > capacity[q]:
+            continue
+        parts[v] = q
+        held[p] -= weights[v]
+        held[q] += weights[v]
+        moved += 1
+    return moved
+
+
+def _sticky_first_fit_decreasing(parts, weights, capacity) -> np.ndarray:
+    held = np.zeros(capacity.size)
+    out = np.empty_like(parts)
+    for v in np.lexsort((np.arange(parts.size), -weights)).tolist():
+        p = int(parts[v])
+        if held[p] + weights[v] > capacity[p]:
+            p = int(np.argmax(capacity - held))
+            if held[p] + weights[v] > capacity[p]:
+                raise InfeasibleError(
+                    f"cannot pack item {v} (weight {weights[v]:g}): the emptiest part has room "
+                    f"{capacity[p] - held[p]:g}"
+                )
+        out[v] = p
+        held[p] += weights[v]
+    return out
