@@ -75,6 +75,7 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
     if not time_limit > 0:
         raise InputError(f"time_limit: must be > 0, got {time_limit!r}")
     module = importlib.import_module(f"streamsched.solvers.{BACKENDS[backend]}")  # before the clock
+    importlib.import_module("streamsched.solvers.relaxation")  # scipy.optimize: ~1 s on a first call
     started = time.perf_counter()
     problem = build_problem(loads, src, dst, rate, capacity, **constraints)
     n = problem.n_items
