@@ -19,6 +19,10 @@ err_console = Console(stderr=True)
 
 # Topic modules register their commands on import.
 from streamsched.cli import core  # noqa: E402,F401
+from streamsched.cli import pipeline  # noqa: E402,F401
+from streamsched.cli import edge  # noqa: E402,F401
+from streamsched.cli import evaluation  # noqa: E402,F401
+from streamsched.cli import optimal  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,183 @@
+"""Pipeline commands: gen-metrics, ingest, watch, export, pipeline-demo.
+
+Spark is imported only inside the commands that run it, so the CLI starts without a JVM.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from streamsched.cli import app, err_console
+from streamsched.cli.core import ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, load_cluster, load_graph, parse_params
+from streamsched.errors import InputError
+from streamsched.model import Placement
+
+console = Console()
+
+MasterOpt = typer.Option("local[2]", "--master", help="Spark master: local[N], spark://host:7077, yarn, ...")
+StoreOpt = typer.Option(..., "--store", help="snapshot store directory")
+
+
+def _spark(master: str):
+    from streamsched.pipeline.session import spark_session
+
+    with err_console.status(f"starting Spark ({master})"):
+        return spark_session(master)
+
+
+def _print(data, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(data, indent=1, default=str))
+    else:
+        console.print_json(data=data, default=str)
+
+
+@app.command("gen-metrics")
+def gen_metrics(
+    workload: Optional[str] = WorkloadOpt,
+    graph: Optional[Path] = GraphOpt,
+    out: Path = typer.Option(..., "--out", "-o", help="directory to write metric files into"),
+    placement: Optional[Path] = typer.Option(None, "--placement", help="placement JSON (hosts of Storm logs)"),
+    cluster: str = ClusterOpt,
+    rows: int = typer.Option(100_000, "--rows", help="traffic rows (rounded up to whole intervals)"),
+    fmt: str = typer.Option("csv", "--format", help="csv, jsonl, parquet or storm-log"),
+    dirty: float = typer.Option(0.01, "--dirty", help="share of extra dirty rows, in [0, 1)"),
+    noise: float = typer.Option(0.1, "--noise", help="lognormal sigma of per-sample noise"),
+    skew: float = typer.Option(0.0, "--skew", help="lognormal sigma of the fixed per-pair rate factor"),
+    rate_scale: float = typer.Option(100.0, "--rate-scale", help="tuples/s per unit of graph rate"),
+    rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Synthetic monitoring data for a workload (and placement), with noise, skew and dirty rows."""
+    from streamsched.pipeline.generate import generate_metrics
+
+    task_graph = load_graph(workload, graph)
+    nodes = load_cluster(cluster)
+    placed = Placement.read(placement, task_graph, nodes) if placement is not None else None
+    summary = generate_metrics(task_graph, out, rows=rows, fmt=fmt, placement=placed, cluster=nodes, seed=seed,
+                               dirty=dirty, noise=noise, skew=skew, rate_scale=rate_scale,
+                               rows_per_file=rows_per_file)
+    summary.pop("expected_rate")
+    _print(summary, False)
+
+
+@app.command()
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="metric files or directories"),
+    store: Path = StoreOpt,
+    window: float = typer.Option(60.0, "--window", help="sliding window W in seconds"),
+    half_life: Optional[float] = typer.Option(None, "--half-life", help="exponential weighting instead (s)"),
+    until: Optional[float] = typer.Option(None, "--until", help="window end, epoch s (default: latest row)"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="force one source format for every file"),
+    topology: str = typer.Option("topology", "--topology", help="topology of sendgraph/Storm rows without one"),
+    storm_interval: float = typer.Option(60.0, "--storm-interval", help="Storm metrics bucket, s"),
+    rate_interval: float = typer.Option(60.0, "--rate-interval", help="period of an Aniello rate, s"),
+    master: str = MasterOpt,
+    as_json: bool = typer.Option(False, "--json", help="print the run report as JSON"),
+) -> None:
+    """Batch ingest: validate (quarantine, nothing lost), aggregate rates, write snapshots."""
+    from streamsched.pipeline import ingest as pipeline_ingest
+    from streamsched.pipeline.sources import Options
+
+    window_spec = pipeline_ingest.Window(seconds=window, half_life_s=half_life, end=until)
+    options = Options(topology=topology, storm_interval_s=storm_interval, rate_interval_s=rate_interval)
+    for p in paths:
+        if not p.exists():
+            raise InputError(f"{p}: no such file or directory")
+    report = pipeline_ingest.ingest(_spark(master), paths, store, window_spec, options, fmt)
+    if as_json:
+        print(json.dumps(report, indent=1))
+        return
+    console.print(f"read {report['rows_read']} rows: {report['rows_accepted']} accepted, "
+                  f"{sum(report['rows_quarantined'].values())} quarantined {report['rows_quarantined']}")
+    for path in report["snapshots"]:
+        console.print(f"snapshot {path}")
+
+
+@app.command()
+def watch(
+    directory: Path = typer.Argument(..., help="directory where traffic*/load*.csv files arrive"),
+    store: Path = StoreOpt,
+    cluster: str = ClusterOpt,
+    scheduler: str = typer.Option("ols", "--scheduler", "-s", help="scheduler that re-plans"),
+    param: Optional[list[str]] = ParamOpt,
+    threshold: float = typer.Option(1.0, "--threshold", help="emit only if inter-node traffic drops >= this %"),
+    window: float = typer.Option(60.0, "--window", help="tumbling window, s"),
+    lateness: float = typer.Option(0.0, "--lateness", help="watermark delay, s"),
+    poll: float = typer.Option(5.0, "--poll", help="trigger interval, s"),
+    once: bool = typer.Option(False, "--once", help="process the files present, then stop"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="assignments directory (default STORE/assignments)"),
+    seed: int = typer.Option(0, "--seed"),
+    master: str = MasterOpt,
+) -> None:
+    """Structured Streaming: a snapshot per window; re-plan, emit when the threshold is crossed."""
+    from streamsched.pipeline.replan import Replanner
+    from streamsched.pipeline.watch import Watch
+    from streamsched.schedulers import get_scheduler
+
+    if not directory.is_dir():
+        raise InputError(f"{directory}: not a directory")
+    if not 0 <= threshold <= 100:
+        raise InputError(f"--threshold: must be in [0, 100], got {threshold}")
+    cluster_file = Path(cluster) if Path(cluster).exists() else None
+    planner = Replanner(get_scheduler(scheduler, **parse_params(param)), load_cluster(cluster), threshold, seed,
+                        out or store / "assignments")
+    runner = Watch(_spark(master), directory, store, planner, window_s=window, lateness_s=lateness,
+                   cluster_file=cluster_file)
+    _print(runner.run(available_now=once, poll_s=poll, timeout_s=timeout), False)
+
+
+@app.command()
+def export(
+    placement: Path = typer.Argument(..., help="placement JSON"),
+    workload: Optional[str] = WorkloadOpt,
+    graph: Optional[Path] = GraphOpt,
+    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="a snapshot directory as the graph"),
+    cluster: str = ClusterOpt,
+    fmt: str = typer.Option(..., "--format", help="storm, heron or kubernetes"),
+    per: str = typer.Option("task", "--per", help="kubernetes: one pod per task or per worker"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write here instead of stdout"),
+) -> None:
+    """Turn a placement into what an engine applies (Storm slots, Heron plan, Kubernetes patches)."""
+    from streamsched.pipeline.export import export as export_placement
+    from streamsched.pipeline.store import load_snapshot
+
+    if snapshot is not None:
+        if workload is not None or graph is not None:
+            raise InputError("give one of --snapshot, --workload, --graph")
+        task_graph = load_snapshot(snapshot)
+    else:
+        task_graph = load_graph(workload, graph)
+    nodes = load_cluster(cluster)
+    document = export_placement(fmt, task_graph, nodes, Placement.read(placement, task_graph, nodes), per=per)
+    text = json.dumps(document, indent=1)
+    if out is None:
+        print(text)
+    else:
+        out.write_text(text + "\n")
+
+
+@app.command("pipeline-demo")
+def pipeline_demo(
+    workload: str = typer.Option("diamond-30", "--workload", "-w"),
+    cluster: str = ClusterOpt,
+    scheduler: str = typer.Option("even", "--scheduler", "-s"),
+    param: Optional[list[str]] = ParamOpt,
+    rows: int = typer.Option(20_000, "--rows"),
+    dirty: float = typer.Option(0.01, "--dirty"),
+    out: Path = typer.Option(Path("demo-pipeline"), "--out", "-o"),
+    seed: int = typer.Option(0, "--seed"),
+    master: str = MasterOpt,
+) -> None:
+    """generate -> ingest on Spark -> snapshot -> schedule, in one command."""
+    from streamsched.pipeline.run import run_pipeline
+
+    result = run_pipeline(_spark(master), workload, load_cluster(cluster), out, scheduler, rows, dirty, seed,
+                          params=parse_params(param))
+    _print(result, False)

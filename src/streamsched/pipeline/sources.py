@@ -1,0 +1,425 @@
+"""Readers of monitoring data into the normalised schemas of :mod:`.schema`.
+
+Every reader returns a :class:`Records`: one row per input record with the record's ``reason``
+(None = accepted) for the run report and the quarantine, plus the accepted rows normalised into
+traffic and load samples and the tasks the source declares (task -> operator). Row-level checks
+(types, missing fields, negative counts, timestamp range) happen here; cross-row checks
+(duplicates, unknown tasks) in :mod:`.ingest`.
+
+Sources, chosen by file name (or forced with ``fmt``):
+
+- ``traffic*.{csv,jsonl,json,parquet}`` / ``load*.{...}``: our native format (columns of
+  :data:`.schema.TRAFFIC` / :data:`.schema.LOAD`);
+- ``*.log``: Storm ``LoggingMetricsConsumer`` worker logs (per-pair rates estimated, see
+  :func:`read_storm_log`);
+- ``sendgraph*.json``: Fischer's cumulative sendgraph snapshots (deltas, restarts);
+- ``aniello-traffic*.csv`` / ``aniello-load*.csv``: Aniello's ``traffic`` and ``load`` tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from streamsched.errors import InputError
+from streamsched.pipeline import schema as S
+
+FORMATS = ("native-traffic", "native-load", "storm-log", "sendgraph", "aniello-traffic", "aniello-load")
+NATIVE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
+#: Default accepted timestamp range: 2000-01-01 .. 2100-01-01 (epoch seconds).
+DEFAULT_TIME_RANGE = (946684800.0, 4102444800.0)
+
+
+@dataclass
+class Options:
+    """What readers need besides the files."""
+
+    time_range: tuple[float, float] = DEFAULT_TIME_RANGE
+    topology: str = "topology"          # sendgraph / Aniello rows without a topology id
+    storm_interval_s: float = 60.0      # topology.builtin.metrics.bucket.size.secs
+    rate_interval_s: float = 60.0       # the period an Aniello rate (tuples/s) covers
+
+
+@dataclass
+class Records:
+    """``records``: source, kind, raw, reason (one row per input record), plus the parsed values
+    for the native and Aniello readers, whose cross-row checks happen in ingest. The other frames
+    hold accepted rows only, normalised."""
+
+    records: DataFrame
+    traffic: DataFrame | None = None
+    load: DataFrame | None = None
+    tasks: DataFrame | None = None       # topology, task, operator
+
+
+def detect_format(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith(".log"):
+        return "storm-log"
+    if name.startswith("sendgraph") and name.endswith(".json"):
+        return "sendgraph"
+    for prefix in ("aniello-traffic", "aniello-load"):
+        if name.startswith(prefix) and name.endswith(".csv"):
+            return prefix
+    for prefix in ("traffic", "load"):
+        if name.startswith(prefix) and name.endswith(NATIVE_SUFFIXES):
+            return f"native-{prefix}"
+    raise InputError(
+        f"{path}: cannot tell the format from the name (traffic*/load*.csv|jsonl|parquet, *.log, "
+        "sendgraph*.json, aniello-traffic*/aniello-load*.csv); give --format")
+
+
+def expand(paths: list[str | Path]) -> list[Path]:
+    """Files named, and the files inside directories named (sorted; hidden and _-files skipped)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith((".", "_")))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError(f"{p}: no such file or directory")
+    if not out:
+        raise InputError(f"no input files in {', '.join(map(str, paths))}")
+    return out
+
+
+# --------------------------------------------------------------------------- helpers
+def _number(column: str, kind: str = "double") -> Column:
+    return F.expr(f"try_cast(trim(`{column}`) as {kind})")
+
+
+def _first_reason(*checks: tuple[Column, str]) -> Column:
+    """The reason of the first failing check, else null."""
+    expr = F.lit(None).cast("string")
+    for condition, reason in reversed(checks):
+        expr = F.when(condition, F.lit(reason)).otherwise(expr)
+    return expr
+
+
+def _typed(field: str, kind: str) -> tuple[Column, Column, Column]:
+    """(value, missing, wrong type) of a text field cast to ``kind``."""
+    text = F.trim(F.col(field))
+    missing = F.col(field).isNull() | (text == "")
+    value = _number(field, kind)
+    return value, missing, ~missing & value.isNull()
+
+
+def _in_range(ts: Column, options: Options) -> Column:
+    low, high = options.time_range
+    return (ts >= low) & (ts <= high)
+
+
+def _bad_count(value: Column) -> Column:
+    return (value < 0) | F.isnan(value) | (F.abs(value) == float("inf"))
+
+
+def _read_text_table(spark: SparkSession, files: list[Path], schema: T.StructType) -> DataFrame:
+    """Files of one native suffix as all-string columns + ``_corrupt_record`` + ``source``."""
+    suffix = files[0].suffix.lower()
+    names = [str(f) for f in files]
+    text = S.as_text(schema)
+    if suffix == ".parquet":
+        df = spark.read.parquet(*names)
+        missing = [f.name for f in schema.fields if f.name not in df.columns]
+        if missing:
+            raise InputError(f"{files[0]}: missing column {missing[0]!r} (have {', '.join(df.columns)})")
+        df = df.select(*[F.col(f.name).cast("string").alias(f.name) for f in schema.fields])
+        df = df.withColumn("_corrupt_record", F.lit(None).cast("string"))
+    else:
+        with_corrupt = T.StructType(text.fields + [T.StructField("_corrupt_record", T.StringType())])
+        reader = spark.read.schema(with_corrupt).option("mode", "PERMISSIVE").option(
+            "columnNameOfCorruptRecord", "_corrupt_record")
+        if suffix == ".csv":
+            df = reader.option("header", True).option("enforceSchema", False).csv(names)
+        else:
+            df = reader.json(names)
+    return df.withColumn("source", F.input_file_name())
+
+
+def _raw(df: DataFrame, fields: list[str]) -> Column:
+    return F.coalesce(F.col("_corrupt_record"), F.to_json(F.struct(*[F.col(f) for f in fields])))
+
+
+# --------------------------------------------------------------------------- native
+def read_native(spark: SparkSession, files: list[Path], kind: str, options: Options) -> Records:
+    """Our own traffic / load files (CSV with header, JSON lines, Parquet)."""
+    schema = S.TRAFFIC if kind == "traffic" else S.LOAD
+    frames = []
+    for suffix in sorted({f.suffix.lower() for f in files}):
+        frames.append(_read_text_table(spark, [f for f in files if f.suffix.lower() == suffix], schema))
+    return Records(records=validate_native(reduce(DataFrame.unionByName, frames), kind, options))
+
+
+def validate_native(df: DataFrame, kind: str, options: Options) -> DataFrame:
+    """All-string native rows (+ ``_corrupt_record``, ``source``) -> typed rows with ``reason``
+    (batch or streaming frames alike)."""
+    schema = S.TRAFFIC if kind == "traffic" else S.LOAD
+    ts, ts_missing, ts_wrong = _typed("timestamp", "double")
+    checks = [(F.col("_corrupt_record").isNotNull(), S.MALFORMED)]
+    values: dict[str, Column] = {"timestamp": ts, "topology": F.trim(F.col("topology"))}
+    missing = ts_missing | F.col("topology").isNull() | (F.trim(F.col("topology")) == "")
+    wrong = ts_wrong
+    counts = []
+    for field in schema.fields[2:]:
+        if field.name == "operator":
+            values["operator"] = F.coalesce(F.trim(F.col("operator")), F.lit("task"))
+            continue
+        kind_name = "bigint" if isinstance(field.dataType, T.LongType) else "double"
+        value, is_missing, is_wrong = _typed(field.name, kind_name)
+        values[field.name] = value
+        if field.name == "bytes":  # optional: a missing byte count is 0
+            values[field.name] = F.coalesce(value, F.when(is_missing, F.lit(0.0)))
+            wrong = wrong | is_wrong
+            counts.append(values[field.name])
+            continue
+        missing = missing | is_missing
+        wrong = wrong | is_wrong
+        if kind_name == "double":
+            counts.append(value)
+    checks += [(missing, S.MISSING), (wrong, S.WRONG_TYPE)]
+    checks.append((reduce(lambda a, b: a | b, [F.coalesce(_bad_count(c), F.lit(False)) for c in counts]), S.NEGATIVE))
+    checks.append((~_in_range(ts, options), S.OUT_OF_RANGE))
+    reason = _first_reason(*checks)
+    return df.select(
+        "source", F.lit(kind).alias("kind"), reason.alias("reason"), *[v.alias(k) for k, v in values.items()],
+        F.when(reason.isNotNull(), _raw(df, [f.name for f in schema.fields])).alias("raw"),
+    )
+
+
+# --------------------------------------------------------------------------- Storm
+_STORM_USED = ("__execute-count", "__execute-latency", "__transfer-count")
+
+
+def read_storm_log(spark: SparkSession, files: list[Path], options: Options) -> Records:
+    """Storm ``LoggingMetricsConsumer`` lines: ``ts  host:port  task:component  metric  value``.
+
+    Storm reports no per-pair traffic: ``__execute-count`` of receiving task x is keyed by
+    ``upstream_component:stream``. The tuples from upstream component U are split over U's tasks
+    in proportion to each task's total ``__transfer-count`` over the run (evenly when U reported
+    none): ``R(u, x) = count(x <- U) * T(u) / sum_{u' in U} T(u')``. This is exact for shuffle
+    grouping from balanced senders and an estimate otherwise (fields grouping would need the key
+    distribution). Built-in counts are already scaled by 1/sample-rate. Bytes are not reported
+    (0). Task load = busy fraction of a core, ``sum_U count_U * latency_U(ms) / 1000 / interval``.
+    """
+    lines = spark.read.text([str(f) for f in files]).withColumn("source", F.input_file_name())
+    parts = F.split(F.col("value"), "\t")
+    df = lines.select(
+        "source", F.col("value").alias("raw"), F.size(parts).alias("n_fields"),
+        F.trim(F.get(parts, 0)).alias("ts_text"), F.trim(F.get(parts, 1)).alias("worker"),
+        F.trim(F.get(parts, 2)).alias("task_component"), F.trim(F.get(parts, 3)).alias("metric"),
+        F.trim(F.get(parts, 4)).alias("metric_value"),
+    )
+    component = F.trim(F.expr("substring(task_component, instr(task_component, ':') + 1)"))
+    df = df.select(
+        "*", F.expr("try_cast(ts_text as double)").alias("timestamp"),
+        F.expr("try_cast(trim(substring_index(task_component, ':', 1)) as bigint)").alias("task"),
+        component.alias("component"),
+        F.col("metric_value").startswith("{").alias("is_map"),
+    )
+    df = df.withColumn("body", F.regexp_replace(F.col("metric_value"), r"^\{|\}$", ""))
+    df = df.withColumn("entries", F.expr(
+        "transform(CASE WHEN is_map AND trim(body) != '' THEN split(body, ',') ELSE array() END, "
+        "e -> named_struct('key', trim(substring_index(e, '=', 1)), "
+        "'value', try_cast(trim(substring_index(e, '=', -1)) as double), 'has_eq', instr(e, '=') > 0))"))
+    used = F.col("metric").isin(*_STORM_USED)
+    map_broken = F.exists("entries", lambda e: ~e["has_eq"])
+    map_wrong = F.exists("entries", lambda e: e["value"].isNull())
+    map_negative = F.exists("entries", lambda e: _bad_count(e["value"]))
+    reason = _first_reason(
+        ((F.col("n_fields") != 5) | (F.instr(F.col("task_component"), ":") == 0)
+         | (F.instr(F.col("worker"), ":") == 0), S.MALFORMED),
+        ((F.col("ts_text") == "") | (F.col("metric") == "") | (F.col("metric_value") == ""), S.MISSING),
+        (F.col("timestamp").isNull() | F.col("task").isNull(), S.WRONG_TYPE),
+        (used & ~F.col("is_map"), S.MALFORMED),
+        (used & map_broken, S.MALFORMED),
+        (used & map_wrong, S.WRONG_TYPE),
+        (used & map_negative, S.NEGATIVE),
+        (~_in_range(F.col("timestamp"), options), S.OUT_OF_RANGE),
+    )
+    df = df.withColumn("reason", reason)
+    # A second line for the same (timestamp, task, metric) is a duplicate.
+    order = Window.partitionBy("timestamp", "task", "metric").orderBy("source", "raw")
+    df = df.withColumn("reason", F.when(
+        F.col("reason").isNull() & (F.row_number().over(order) > 1), F.lit(S.DUPLICATE)).otherwise(F.col("reason")))
+    df = df.withColumn("topology", F.lit(options.topology)).cache()
+    records = df.select("source", F.lit("storm-line").alias("kind"), "raw", "reason")
+    good = df.filter(F.col("reason").isNull())
+    tasks = good.select("topology", "task", F.col("component").alias("operator")).dropDuplicates(["topology", "task"])
+    entries = good.filter(F.col("metric").isin(*_STORM_USED)).select(
+        "topology", "timestamp", "task", "component", "metric", F.explode("entries").alias("e"))
+    entries = entries.select(
+        "topology", "timestamp", "task", "component", "metric",
+        F.substring_index(F.col("e.key"), ":", 1).alias("upstream"), F.col("e.value").alias("value"))
+    # Sender shares: each task's transfer total within its component.
+    transfer = entries.filter(F.col("metric") == "__transfer-count").groupBy("topology", "task").agg(
+        F.sum("value").alias("sent"))
+    senders = tasks.join(transfer, ["topology", "task"], "left").fillna(0.0, ["sent"])
+    per_component = Window.partitionBy("topology", "operator")
+    senders = senders.select(
+        "topology", F.col("operator").alias("upstream"), F.col("task").alias("src_task"),
+        F.when(F.sum("sent").over(per_component) > 0, F.col("sent") / F.sum("sent").over(per_component))
+        .otherwise(1.0 / F.count("*").over(per_component)).alias("share"))
+    executed = entries.filter(F.col("metric") == "__execute-count")
+    traffic = executed.join(senders, ["topology", "upstream"]).select(
+        "timestamp", "topology", "src_task", F.col("task").alias("dst_task"),
+        (F.col("value") * F.col("share")).alias("tuples"), F.lit(0.0).alias("bytes"))
+    latency = entries.filter(F.col("metric") == "__execute-latency").select(
+        "topology", "timestamp", "task", "upstream", F.col("value").alias("latency_ms"))
+    busy = executed.join(latency, ["topology", "timestamp", "task", "upstream"], "left").fillna(0.0, ["latency_ms"])
+    load = busy.groupBy("timestamp", "topology", "task", "component").agg(
+        (F.sum(F.col("value") * F.col("latency_ms")) / 1000.0 / options.storm_interval_s).alias("load")
+    ).select("timestamp", "topology", "task", F.col("component").alias("operator"), "load")
+    return Records(records=records, traffic=traffic, load=load, tasks=tasks)
+
+
+# --------------------------------------------------------------------------- sendgraph
+_SENDGRAPH = T.StructType([
+    T.StructField("topology", T.StringType()),
+    T.StructField("timestamp", T.StringType()),
+    T.StructField("nodes", T.ArrayType(T.StructType([T.StructField("name", T.StringType())]))),
+    T.StructField("links", T.ArrayType(T.StructType([
+        T.StructField("source", T.StringType()), T.StructField("target", T.StringType()),
+        T.StructField("value", T.StringType())]))),
+    T.StructField("_corrupt_record", T.StringType()),
+])
+
+
+def read_sendgraph(spark: SparkSession, files: list[Path], options: Options) -> Records:
+    """Fischer's cumulative sendgraph snapshots: one JSON document per file.
+
+    The snapshot time is the document's ``timestamp`` or else the last run of digits in the file
+    name (``sendgraph-1700000060.json``). Counts are cumulative since the task started, so each
+    pair's tuples in a snapshot are ``value - previous value``; a value lower than the previous one
+    means the counter restarted, and the delta is the value itself. A pair's first snapshot is
+    its baseline (accepted, no traffic). A broken document is one malformed record.
+    """
+    docs = spark.read.schema(_SENDGRAPH).option("multiLine", True).option("mode", "PERMISSIVE").option(
+        "columnNameOfCorruptRecord", "_corrupt_record").json([str(f) for f in files])
+    docs = docs.withColumn("source", F.input_file_name()).cache()
+    name_digits = F.regexp_extract(F.col("source"), r"(\d+)\.json$", 1)
+    ts = F.coalesce(F.expr("try_cast(timestamp as double)"), F.when(name_digits != "", name_digits.cast("double")))
+    docs = docs.select("*", ts.alias("ts"), F.coalesce(F.col("topology"), F.lit(options.topology)).alias("topo"))
+    broken = docs.filter(F.col("_corrupt_record").isNotNull() | F.col("links").isNull() | F.col("ts").isNull()).select(
+        "source", F.lit("sendgraph").alias("kind"),
+        F.coalesce(F.col("_corrupt_record"), F.to_json(F.struct("timestamp", "topology"))).alias("raw"),
+        F.when(F.col("_corrupt_record").isNotNull() | F.col("links").isNull(), F.lit(S.MALFORMED))
+        .otherwise(F.lit(S.MISSING)).alias("reason"))
+    ok = docs.filter(F.col("_corrupt_record").isNull() & F.col("links").isNotNull() & F.col("ts").isNotNull())
+    links = ok.select("source", "topo", "ts", F.explode("links").alias("l")).select(
+        "source", F.col("topo").alias("topology"), F.col("ts").alias("timestamp"),
+        F.to_json(F.col("l")).alias("raw"),
+        F.expr("try_cast(l.source as bigint)").alias("src_task"),
+        F.expr("try_cast(l.target as bigint)").alias("dst_task"),
+        F.expr("try_cast(l.value as double)").alias("count"),
+        F.col("l.source").isNull() | F.col("l.target").isNull() | F.col("l.value").isNull())
+    links = links.withColumnRenamed(links.columns[-1], "is_missing")
+    reason = _first_reason(
+        (F.col("is_missing"), S.MISSING),
+        (F.col("src_task").isNull() | F.col("dst_task").isNull() | F.col("count").isNull(), S.WRONG_TYPE),
+        (_bad_count(F.col("count")), S.NEGATIVE),
+        (~_in_range(F.col("timestamp"), options), S.OUT_OF_RANGE),
+    )
+    links = links.withColumn("reason", reason)
+    dup = Window.partitionBy("topology", "timestamp", "src_task", "dst_task").orderBy("source", "raw")
+    links = links.withColumn("reason", F.when(
+        F.col("reason").isNull() & (F.row_number().over(dup) > 1), F.lit(S.DUPLICATE)).otherwise(F.col("reason")))
+    records = broken.unionByName(links.select("source", F.lit("sendgraph").alias("kind"), "raw", "reason"))
+    good = links.filter(F.col("reason").isNull())
+    pair = Window.partitionBy("topology", "src_task", "dst_task").orderBy("timestamp")
+    previous = F.lag("count").over(pair)
+    traffic = good.select(
+        "timestamp", "topology", "src_task", "dst_task",
+        F.when(previous.isNull(), F.lit(None)).when(F.col("count") >= previous, F.col("count") - previous)
+        .otherwise(F.col("count")).alias("tuples"),
+        F.lit(0.0).alias("bytes"),
+    ).filter(F.col("tuples").isNotNull())
+    nodes = ok.select("topo", F.explode_outer("nodes").alias("n")).select(
+        F.col("topo").alias("topology"), F.expr("try_cast(n.name as bigint)").alias("task"))
+    ends = good.select("topology", F.col("src_task").alias("task")).unionByName(
+        good.select("topology", F.col("dst_task").alias("task")))
+    tasks = nodes.filter(F.col("task").isNotNull()).unionByName(ends).distinct().withColumn("operator", F.lit("task"))
+    return Records(records=records, traffic=traffic, tasks=tasks)
+
+
+# --------------------------------------------------------------------------- Aniello
+_ANIELLO_TRAFFIC = T.StructType([T.StructField(n, T.StringType()) for n in (
+    "topology_id", "source_task", "destination_task", "traffic", "timestamp")])
+_ANIELLO_LOAD = T.StructType([T.StructField(n, T.StringType()) for n in (
+    "topology_id", "begin_task", "end_task", "load", "node", "timestamp")])
+
+
+def read_aniello(spark: SparkSession, files: list[Path], kind: str, options: Options) -> Records:
+    """Aniello et al.'s exported tables (CSV with header).
+
+    ``traffic(topology_id, source_task, destination_task, traffic)`` holds tuples/s over the
+    last period: it becomes ``tuples = traffic * rate_interval_s``. ``load(topology_id,
+    begin_task, end_task, load, node)`` is per executor: its load is split evenly over the tasks
+    ``begin..end``. A row's time is its ``timestamp`` column, else the file's modification time.
+    """
+    schema = _ANIELLO_TRAFFIC if kind == "aniello-traffic" else _ANIELLO_LOAD
+    frames = []
+    for f in files:  # each file with its own header: the timestamp column is optional
+        with open(f) as handle:
+            header = [c.strip() for c in handle.readline().split(",")]
+        missing = [c for c in schema.fieldNames()[:-1] if c not in header]
+        if missing:
+            raise InputError(f"{f}: line 1: missing column {missing[0]!r} (have {', '.join(header)})")
+        text = T.StructType([T.StructField(c, T.StringType()) for c in header]
+                            + [T.StructField("_corrupt_record", T.StringType())])
+        df = spark.read.schema(text).option("header", True).option("mode", "PERMISSIVE").option(
+            "columnNameOfCorruptRecord", "_corrupt_record").csv(str(f))
+        if "timestamp" not in header:
+            df = df.withColumn("timestamp", F.lit(str(f.stat().st_mtime)))
+        frames.append(df.select(*schema.fieldNames(), "_corrupt_record").withColumn("source", F.input_file_name()))
+    df = reduce(DataFrame.unionByName, frames)
+    ts = _number("timestamp")
+    corrupt = F.col("_corrupt_record").isNotNull()
+    a, b, value = ("source_task", "destination_task", "traffic") if kind == "aniello-traffic" else (
+        "begin_task", "end_task", "load")
+    first, first_missing, first_wrong = _typed(a, "bigint")
+    second, second_missing, second_wrong = _typed(b, "bigint")
+    amount, amount_missing, amount_wrong = _typed(value, "double")
+    topo_missing = F.col("topology_id").isNull() | (F.trim(F.col("topology_id")) == "")
+    reason = _first_reason(
+        (corrupt, S.MALFORMED),
+        (topo_missing | first_missing | second_missing | amount_missing, S.MISSING),
+        (first_wrong | second_wrong | amount_wrong, S.WRONG_TYPE),
+        (_bad_count(amount) | ((kind == "aniello-load") & (second < first)), S.NEGATIVE),
+        (~_in_range(ts, options), S.OUT_OF_RANGE),
+    )
+    fields = [f.name for f in schema.fields]
+    out = df.select("source", F.lit(kind).alias("kind"), _raw(df, fields).alias("raw"), reason.alias("reason"),
+                    ts.alias("timestamp"), F.trim(F.col("topology_id")).alias("topology"),
+                    first.alias("first"), second.alias("second"), amount.alias("amount"))
+    if kind == "aniello-traffic":
+        out = out.select("source", "kind", "raw", "reason", "timestamp", "topology",
+                         F.col("first").alias("src_task"), F.col("second").alias("dst_task"),
+                         (F.col("amount") * options.rate_interval_s).alias("tuples"), F.lit(0.0).alias("bytes"))
+        return Records(records=out, traffic=None)
+    # Load rows are expanded to tasks after validation (see ingest); keep the executor range.
+    return Records(records=out.select(
+        "source", "kind", "raw", "reason", "timestamp", "topology", "first", "second", "amount"))
+
+
+def expand_executor_load(df: DataFrame) -> DataFrame:
+    """Aniello load rows (accepted) -> one load sample per task of the executor's range."""
+    return df.select(
+        "timestamp", "topology", F.explode(F.sequence("first", "second")).alias("task"),
+        F.lit("task").alias("operator"),
+        (F.col("amount") / (F.col("second") - F.col("first") + 1)).alias("load"))
+
+
+def group_files(paths: list[str | Path], fmt: str | None = None) -> dict[str, list[Path]]:
+    """Group the input files by format (``fmt`` forces one format for every file)."""
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
+    groups: dict[str, list[Path]] = {}
+    for f in expand(paths):
+        groups.setdefault(fmt or detect_format(f), []).append(f)
+    return groups

@@ -1,0 +1,157 @@
+"""The provenance store: every pipeline result is an immutable snapshot, history kept.
+
+Layout under a store directory::
+
+    snapshots/<topology>/<seq>-<window end, UTC>/<topology>.parquet        edges (core format)
+                                                 <topology>.tasks.parquet  tasks (core format)
+                                                 manifest.json            window, sources, counts
+    quarantine/<run id>/part-*.parquet                                    rejected rows + reason
+    runs/<run id>.json                                                    run reports
+
+A snapshot is written into ``snapshots/<topology>/.tmp-<random>/`` and renamed into place
+when complete (rename of a directory is atomic on POSIX), so a crash leaves at most a hidden
+temporary directory, which readers skip and the next write removes. Plain Python (pyarrow via
+the core model): no Spark needed to read a store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from streamsched.errors import InputError
+from streamsched.model.taskgraph import TaskGraph
+
+FORMAT = "streamsched.snapshot/1"
+MANIFEST = "manifest.json"
+_SNAPSHOT_NAME = re.compile(r"^(\d{6})-\d{8}T\d{6}Z$")
+_STALE_TMP_S = 3600.0
+
+
+def safe_name(name: str) -> str:
+    """A topology name usable as one file-name component without dots (the core reader splits
+    file names at the first dot)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "topology"
+
+
+def snapshot_root(store: str | Path, topology: str) -> Path:
+    return Path(store) / "snapshots" / safe_name(topology)
+
+
+def write_snapshot(store: str | Path, graph: TaskGraph, manifest: dict[str, Any]) -> Path:
+    """Write ``graph`` and its manifest atomically as the next snapshot of its topology."""
+    root = snapshot_root(store, graph.name)
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_tmp(root)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+    try:
+        stem = safe_name(graph.name)
+        graph.write(tmp / f"{stem}.parquet")
+        window_end = float(manifest.get("window", {}).get("end", time.time()))
+        full = {
+            "format": FORMAT,
+            **manifest,
+            "topology": graph.name,
+            "graph": f"{stem}.parquet",
+            "tasks_file": f"{stem}.tasks.parquet",
+            "n_tasks": graph.n_tasks,
+            "n_edges": graph.n_edges,
+            "total_rate": graph.total_rate,
+            "total_load": graph.total_load,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        _write_json(tmp / MANIFEST, full)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(window_end))
+        while True:
+            target = root / f"{_next_sequence(root):06d}-{stamp}"
+            try:
+                os.rename(tmp, target)  # fails if another writer took the name: try the next
+                return target
+            except OSError:
+                if not target.exists():
+                    raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def list_snapshots(store: str | Path, topology: str | None = None) -> list[Path]:
+    """Complete snapshots, oldest first (per topology; all topologies when ``topology`` is None)."""
+    base = Path(store) / "snapshots"
+    roots = [snapshot_root(store, topology)] if topology else sorted(p for p in base.glob("*") if p.is_dir())
+    out: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            out += sorted(p for p in root.iterdir() if _SNAPSHOT_NAME.match(p.name) and (p / MANIFEST).is_file())
+    return out
+
+
+def latest_snapshot(store: str | Path, topology: str) -> Path:
+    snapshots = list_snapshots(store, topology)
+    if not snapshots:
+        raise InputError(f"{store}: no snapshot of topology {topology!r}")
+    return snapshots[-1]
+
+
+def read_manifest(snapshot: str | Path) -> dict[str, Any]:
+    path = Path(snapshot) / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{snapshot}: not a snapshot (no {MANIFEST})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    if data.get("format") != FORMAT:
+        raise InputError(f"{path}.format: expected {FORMAT!r}")
+    return data
+
+
+def load_snapshot(snapshot: str | Path) -> TaskGraph:
+    """The snapshot's task graph, read by the core reader (edges + sibling tasks file)."""
+    manifest = read_manifest(snapshot)
+    graph = TaskGraph.read(Path(snapshot) / manifest["graph"])
+    return _renamed(graph, manifest["topology"])
+
+
+def _renamed(graph: TaskGraph, name: str) -> TaskGraph:
+    from dataclasses import replace
+
+    return replace(graph, name=name)
+
+
+def _next_sequence(root: Path) -> int:
+    numbers = [int(m.group(1)) for p in root.iterdir() if (m := _SNAPSHOT_NAME.match(p.name))]
+    return max(numbers, default=0) + 1
+
+
+def _remove_stale_tmp(root: Path) -> None:
+    """Temporary directories of writers that crashed (older than an hour)."""
+    now = time.time()
+    for p in root.glob(".tmp-*"):
+        try:
+            if now - p.stat().st_mtime > _STALE_TMP_S:
+                shutil.rmtree(p, ignore_errors=True)
+        except FileNotFoundError:
+            pass
+
+
+def _write_json(path: Path, data: Any) -> None:
+    with open(path, "w") as handle:
+        json.dump(data, handle, indent=1, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def write_run_report(store: str | Path, run_id: str, report: dict[str, Any]) -> Path:
+    path = Path(store) / "runs" / f"{run_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    _write_json(tmp, report)
+    os.replace(tmp, path)
+    return path

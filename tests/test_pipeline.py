@@ -1,0 +1,268 @@
+"""The JVM-free half of the monitoring pipeline: snapshot store, generator, exports, re-planning
+and the CLI commands that need no Spark."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.csv as pcsv
+import pytest
+
+from streamsched import workloads
+from streamsched.cli import main
+from streamsched.errors import InfeasibleError, InputError
+from streamsched.metrics import inter_node_traffic
+from streamsched.model.cluster import Cluster
+from streamsched.model.placement import Placement
+from streamsched.model.taskgraph import TaskGraph
+from streamsched.pipeline import store as store_module
+from streamsched.pipeline.export import exported_tasks, export, storm_assignment
+from streamsched.pipeline.generate import generate_metrics
+from streamsched.pipeline.replan import Replanner, repair
+from streamsched.pipeline.store import list_snapshots, load_snapshot, read_manifest, write_snapshot
+from streamsched.schedulers import get_scheduler
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _by_task(graph: TaskGraph):
+    ids = graph.task_ids
+    edges = sorted((int(ids[s]), int(ids[d]), float(r), float(b))
+                   for s, d, r, b in zip(graph.src, graph.dst, graph.rate, graph.bytes_rate))
+    tasks = sorted((int(t), graph.operator_names[o], float(l))
+                   for t, o, l in zip(ids, graph.task_operator, graph.load))
+    return edges, tasks
+
+
+# ------------------------------------------------------------------------------------ store
+def test_snapshot_written_then_read_gives_the_same_graph(tmp_path):
+    graph = workloads.workload("taxi-routes")
+    path = write_snapshot(tmp_path, graph, {"window": {"kind": "sliding", "seconds": 60, "end": 1.7e9}})
+    again = load_snapshot(path)
+    assert again.name == "taxi-routes"
+    assert _by_task(again) == _by_task(graph)
+    manifest = read_manifest(path)
+    assert manifest["n_tasks"] == graph.n_tasks and manifest["n_edges"] == graph.n_edges
+    assert path.name.startswith("000001-20231114T")
+    # History is kept: a second snapshot gets the next number; the core reader loads it directly.
+    second = write_snapshot(tmp_path, graph, {"window": {"end": 1.7e9 + 60}})
+    assert list_snapshots(tmp_path, "taxi-routes") == [path, second]
+    assert TaskGraph.read(second / "taxi-routes.parquet").n_edges == graph.n_edges
+
+
+def test_failed_write_leaves_no_half_snapshot(tmp_path, monkeypatch):
+    graph = workloads.workload("diamond-12")
+
+    def crash(path, data):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store_module, "_write_json", crash)
+    with pytest.raises(OSError):
+        write_snapshot(tmp_path, graph, {})
+    root = store_module.snapshot_root(tmp_path, graph.name)
+    assert list_snapshots(tmp_path) == []
+    assert list(root.iterdir()) == []  # the temporary directory was removed too
+
+
+def test_process_killed_mid_write_leaves_no_half_snapshot(tmp_path):
+    """A hard crash (os._exit after the edges are written) leaves only a hidden .tmp- directory."""
+    script = f"""
+import os, sys
+sys.path.insert(0, {str(SRC)!r})
+from streamsched import workloads
+from streamsched.pipeline import store
+store._write_json = lambda path, data: os._exit(9)
+store.write_snapshot({str(tmp_path)!r}, workloads.workload("diamond-12"), {{}})
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    assert result.returncode == 9
+    root = store_module.snapshot_root(tmp_path, "diamond-12")
+    leftovers = list(root.iterdir())
+    assert len(leftovers) == 1 and leftovers[0].name.startswith(".tmp-")
+    assert (leftovers[0] / "diamond-12.parquet").exists()  # it really crashed mid-write
+    assert list_snapshots(tmp_path) == []
+    assert load_snapshot(write_snapshot(tmp_path, workloads.workload("diamond-12"), {})).n_tasks == 12
+    assert [p.name[:6] for p in list_snapshots(tmp_path)] == ["000001"]
+
+
+def test_not_a_snapshot_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="not a snapshot"):
+        load_snapshot(tmp_path)
+
+
+# -------------------------------------------------------------------------------- generator
+def test_generator_counts_and_determinism(tmp_path):
+    graph = workloads.workload("star-10")
+    a = generate_metrics(graph, tmp_path / "a", rows=1000, dirty=0.07, noise=0.2, skew=0.5, seed=5, rows_per_file=400)
+    b = generate_metrics(graph, tmp_path / "b", rows=1000, dirty=0.07, noise=0.2, skew=0.5, seed=5, rows_per_file=400)
+    intervals = -(-1000 // graph.n_edges)
+    assert a["intervals"] == intervals
+    assert a["load_rows"] == intervals * graph.n_tasks
+    clean = intervals * graph.n_edges
+    assert a["traffic_rows"] == clean + sum(a["dirty"].values())
+    assert set(a["dirty"]) == {"malformed", "wrong_type", "negative", "unknown_task", "out_of_range",
+                               "duplicate", "missing"}
+    lines = sum(len(Path(f).read_text().splitlines()) - 1 for f in a["files"] if "traffic" in Path(f).name)
+    assert lines == a["traffic_rows"]
+    for fa, fb in zip(a["files"], b["files"]):
+        assert Path(fa).read_bytes() == Path(fb).read_bytes()
+
+
+def test_generator_without_noise_gives_the_graph_rates(tmp_path):
+    graph = workloads.workload("linear-10")
+    summary = generate_metrics(graph, tmp_path, rows=160, dirty=0.0, noise=0.0, rate_scale=50.0)
+    table = pcsv.read_csv(summary["files"][0])
+    assert set(table.column("tuples").to_pylist()) == {50.0}  # rate 1 per pair x 50 x 1 s
+    assert table.num_rows == summary["traffic_rows"] == 160
+
+
+def test_generator_parquet_and_bad_arguments(tmp_path):
+    graph = workloads.workload("diamond-12")
+    summary = generate_metrics(graph, tmp_path, rows=300, fmt="parquet", dirty=0.1)
+    assert not set(summary["dirty"]) & {"malformed", "wrong_type"}  # typed columns cannot hold them
+    with pytest.raises(InputError, match="--dirty"):
+        generate_metrics(graph, tmp_path, dirty=1.5)
+    with pytest.raises(InputError, match="--format"):
+        generate_metrics(graph, tmp_path, fmt="xml")
+
+
+# ---------------------------------------------------------------------------------- exports
+def _alternating(graph: TaskGraph, cluster: Cluster) -> Placement:
+    """Round robin over nodes, two workers each: splits every component across slots."""
+    nodes = np.arange(graph.n_tasks) % cluster.n_nodes
+    return Placement.build(nodes, (np.arange(graph.n_tasks) // cluster.n_nodes) % 2)
+
+
+@pytest.mark.parametrize("name", ["diamond-30", "wordcount", "taxi-routes", "star-16"])
+@pytest.mark.parametrize("fmt", ["storm", "heron", "kubernetes"])
+def test_every_task_exported_exactly_once(name, fmt):
+    graph, cluster = workloads.workload(name), workloads.cluster("high-low-3-3")
+    for placement in (get_scheduler("even").schedule(graph, cluster), _alternating(graph, cluster)):
+        document = export(fmt, graph, cluster, placement)
+        assert sorted(exported_tasks(fmt, document)) == sorted(graph.task_ids.tolist())
+
+
+@pytest.mark.parametrize("name", ["diamond-30", "wordcount", "taxi-routes"])
+def test_storm_executor_ranges_are_contiguous_per_component(name):
+    graph, cluster = workloads.workload(name), workloads.cluster("high-low-3-3")
+    document = storm_assignment(graph, cluster, _alternating(graph, cluster))
+    component_of = {int(t): graph.operator_names[o] for t, o in zip(graph.task_ids, graph.task_operator)}
+    for component, runs in document["components"].items():
+        for start, end in runs:
+            assert {component_of[t] for t in range(start, end + 1)} == {component}
+    node_index = {n.name: k for k, n in enumerate(cluster.nodes)}
+    placement = _alternating(graph, cluster)
+    for slot in document["assignments"]:
+        for start, end in slot["executors"]:
+            for t in range(start, end + 1):
+                k = int(np.flatnonzero(graph.task_ids == t)[0])
+                assert node_index[slot["node"]] == placement.node_of[k]
+                assert slot["port"] == 6700 + placement.worker_of[k]
+
+
+def test_storm_lifts_runs_of_tasks_to_executors_by_hand():
+    # Component "a" = tasks 0..3 on n1, n1, n2, n1 (one worker each): executors [0-1], [2-2], [3-3].
+    graph = TaskGraph.build("t", ["a", "b"], [0, 0, 0, 0, 1], np.ones(5), [0], [4], [1.0])
+    cluster = Cluster.from_types("c", (2, {"capacity": 5}))
+    placement = Placement.build([0, 0, 1, 0, 1], [0, 0, 0, 0, 1])
+    document = storm_assignment(graph, cluster, placement)
+    assert document["components"] == {"a": [[0, 1], [2, 2], [3, 3]], "b": [[4, 4]]}
+    assert document["assignments"] == [
+        {"node": "n1", "port": 6700, "executors": [[0, 1], [3, 3]]},
+        {"node": "n2", "port": 6700, "executors": [[2, 2]]},
+        {"node": "n2", "port": 6701, "executors": [[4, 4]]},
+    ]
+
+
+def test_heron_and_kubernetes_by_worker():
+    graph = workloads.workload("linear-10")
+    cluster = workloads.cluster("homogeneous-10")
+    placement = Placement.build(np.arange(10) // 4, np.zeros(10))
+    plan = export("heron", graph, cluster, placement)
+    assert [len(c["instances"]) for c in plan["container_plans"]] == [4, 4, 2]
+    assert plan["container_plans"][0]["required_resources"]["cpu"] == 4.0
+    pods = export("kubernetes", graph, cluster, placement, per="worker")
+    assert [p["metadata"]["name"] for p in pods] == ["linear-10-n1-worker-0", "linear-10-n2-worker-0",
+                                                    "linear-10-n3-worker-0"]
+    term = pods[2]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["n3"]
+
+
+def test_invalid_placement_is_not_exported():
+    graph = workloads.workload("linear-10")
+    cluster = Cluster.from_types("tiny", (2, {"capacity": 3}))
+    with pytest.raises(InputError, match="cannot be exported"):
+        export("storm", graph, cluster, Placement.build(np.zeros(10)))
+
+
+# --------------------------------------------------------------------------------- re-plan
+def test_repair_moves_only_the_tasks_of_a_node_that_left():
+    graph = workloads.workload("diamond-12")
+    cluster = workloads.cluster("homogeneous-10")
+    placement = get_scheduler("even").schedule(graph, cluster)
+    names = {int(t): cluster.nodes[k].name for t, k in zip(graph.task_ids, placement.node_of)}
+    left = cluster.nodes[int(placement.node_of[0])].name
+    smaller = Cluster("nine", tuple(n for n in cluster.nodes if n.name != left))
+    repaired, moved = repair(graph, smaller, names)
+    assert repaired.is_valid(graph, smaller)
+    assert moved == sum(1 for v in names.values() if v == left)
+    for t, k in zip(graph.task_ids, repaired.node_of):
+        if names[int(t)] != left:
+            assert smaller.nodes[k].name == names[int(t)]
+    # A node joining moves nothing.
+    bigger = Cluster("eleven", cluster.nodes + (cluster.nodes[0].__class__(name="new", capacity=4),))
+    assert repair(graph, bigger, names)[1] == 0
+
+
+def test_repair_prefers_the_node_of_the_displaced_tasks_partner():
+    # Tasks 0-1 exchange 10, 2-3 exchange 1; node "gone" held task 1.
+    graph = TaskGraph.build("g", ["x"], [0, 0, 0, 0], np.ones(4), [0, 2], [1, 3], [10.0, 1.0])
+    cluster = Cluster("c", tuple(Cluster.from_types("c", (3, {"capacity": 2})).nodes))
+    names = {0: "n1", 1: "gone", 2: "n2", 3: "n3"}
+    placement, moved = repair(graph, cluster, names)
+    assert moved == 1 and cluster.nodes[placement.node_of[1]].name == "n1"
+    with pytest.raises(InfeasibleError):
+        repair(graph, Cluster.from_types("c", (1, {"capacity": 3})), names)
+
+
+def test_replanner_threshold_rule():
+    cluster = Cluster.from_types("c", (2, {"capacity": 2}))
+    planner = Replanner(get_scheduler("ols"), cluster, threshold_pct=50.0)
+    pairs = TaskGraph.build("app", ["x"], [0] * 4, np.ones(4), [0, 2, 0], [1, 3, 2], [10.0, 10.0, 1.0])
+    first = planner.on_graph(pairs)
+    assert first.emitted and first.why == "initial"
+    assert not planner.on_graph(pairs).emitted  # nothing to gain
+    swapped = TaskGraph.build("app", ["x"], [0] * 4, np.ones(4), [0, 1, 0], [2, 3, 1], [10.0, 10.0, 1.0])
+    decision = planner.on_graph(swapped)
+    current = planner.current["app"][1]
+    assert decision.emitted and decision.why == "improvement"
+    assert inter_node_traffic(swapped, current) == decision.traffic_proposed < decision.traffic_current
+
+
+# -------------------------------------------------------------------------------------- CLI
+def test_cli_gen_metrics_and_export(tmp_path, capsys):
+    assert main(["gen-metrics", "-w", "diamond-12", "--out", str(tmp_path / "m"), "--rows", "200"]) == 0
+    assert (tmp_path / "m" / "traffic-00000.csv").exists()
+    placement = tmp_path / "p.json"
+    assert main(["schedule", "-w", "diamond-12", "-c", "homogeneous-10", "-o", str(placement)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "storm.json"
+    assert main(["export", str(placement), "-w", "diamond-12", "-c", "homogeneous-10", "--format", "storm",
+                 "-o", str(out)]) == 0
+    assert sorted(exported_tasks("storm", json.loads(out.read_text()))) == list(range(12))
+    snapshot = write_snapshot(tmp_path / "store", workloads.workload("diamond-12"), {})
+    assert main(["export", str(placement), "--snapshot", str(snapshot), "-c", "homogeneous-10",
+                 "--format", "kubernetes"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 12
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    assert main(["export", str(tmp_path / "none.json"), "-w", "diamond-12", "--format", "storm"]) == 2
+    assert main(["gen-metrics", "-w", "diamond-12", "--out", str(tmp_path), "--dirty", "2"]) == 2
+    assert main(["ingest", str(tmp_path / "missing"), "--store", str(tmp_path / "s")]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 3 and all(line.startswith("error:") for line in errors)
