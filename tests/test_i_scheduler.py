@@ -8,6 +8,7 @@ import pytest
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
+from streamsched.model.taskgraph import TaskGraph
 from streamsched.schedulers import get_scheduler
 from streamsched.schedulers.i_scheduler import (
     UNFUSED,
@@ -136,3 +137,17 @@ def test_second_level_places_workers():
         if counts.size:
             assert counts.size <= nodes.slots[k]
             assert counts.max() <= max(3, -(-counts.sum() // nodes.slots[k]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_measured_loads_near_capacity_still_pack(seed):
+    """Regression: monitored loads are real-valued (about 1, not exactly 1), so eq. 6's
+    ceil(load / c) parts may not pack; the partitioning then takes one part more."""
+    base = workload("diamond-30")
+    rng = np.random.default_rng(seed)
+    graph = TaskGraph.build("measured", base.operator_names, base.task_operator, rng.uniform(0.97, 1.03, base.n_tasks),
+                            base.src, base.dst, base.rate * rng.uniform(80, 120, base.n_edges))
+    nodes = cluster("heterogeneous-10")
+    for theta in (0.0, 1.0):
+        placement = get_scheduler("i-scheduler", theta=theta).schedule(graph, nodes, seed=seed)
+        assert placement.violations(graph, nodes) == []

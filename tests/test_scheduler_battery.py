@@ -118,3 +118,15 @@ def test_packing_infeasibility_is_reported_not_violated(name):
     cluster = Cluster.from_types("two", (2, {"capacity": 3.0, "slots": 2}))
     with pytest.raises(InfeasibleError):
         make(name).schedule(graph, cluster)
+
+
+@pytest.mark.parametrize("name", available())
+def test_valid_with_measured_real_valued_loads(name):
+    """Monitored loads and rates are noisy reals, not the papers' unit weights: diamond-30 with
+    loads in [0.97, 1.03] fills 79 % of heterogeneous-10, and every scheduler must still pack it."""
+    base, nodes = workloads.workload("diamond-30"), workloads.cluster("heterogeneous-10")
+    rng = np.random.default_rng(5)
+    graph = TaskGraph.build("measured", base.operator_names, base.task_operator, rng.uniform(0.97, 1.03, base.n_tasks),
+                            base.src, base.dst, base.rate * rng.uniform(80, 120, base.n_edges))
+    placement = make(name).schedule(graph, nodes, seed=1)
+    assert placement.violations(graph, nodes) == []

@@ -141,12 +141,7 @@ def first_level(graph: TaskGraph, cluster: Cluster, phi: int, use_solver: bool, 
         if use_solver and k > phi:  # lines 32-35
             use_solver, phi = False, 0
         sub = adjacency[unfused][:, unfused]
-        # k - 1 parts of size c and one of the remainder ("parts of roughly size N[i].c");
-        # KaHIP has no part targets, so it gets equal parts
-        remainder = float(load[unfused].sum()) - c * (k - 1)
-        targets = [c] * (k - 1) + [max(remainder, 0.0)] if backend == "metis" else None
-        parts = partition(sub, k, vertex_weights=load[unfused], seed=seed, backend=backend, imbalance=1.001,
-                          target_fractions=targets, part_capacity=np.full(k, c))
+        parts, k = _parts_of_capacity(sub, load[unfused], c, k, seed, backend)
         order = _fusion_order(sub, parts, load[unfused], k)
         sizes = np.bincount(parts, minlength=k)
         fused = 0
@@ -160,6 +155,23 @@ def first_level(graph: TaskGraph, cluster: Cluster, phi: int, use_solver: bool, 
         steps.append(FusionStep(i + 1, c, k, tuple(int(s) for s in sizes[order]), fused, t, f, not use_solver))
         i += 1
     return Reduction(group_of, tuple(group_class), tuple(steps), use_solver, phi)
+
+
+def _parts_of_capacity(sub, load: np.ndarray, c: float, k: int, seed: int, backend: str) -> tuple[np.ndarray, int]:
+    """K-way partitioning into parts of load <= c: k - 1 parts of size c and one of the remainder
+    ("parts of roughly size N[i].c"; KaHIP has no part targets, so it gets equal parts). With
+    real-valued loads ceil(load / c) parts (eq. 6) may not pack, so k grows (equal parts) until
+    they do."""
+    while True:
+        remainder = float(load.sum()) - c * (k - 1)
+        targets = [c] * (k - 1) + [remainder] if backend == "metis" and remainder > 0 else None
+        try:
+            return partition(sub, k, vertex_weights=load, seed=seed, backend=backend, imbalance=1.001,
+                             target_fractions=targets, part_capacity=np.full(k, c)), k
+        except InfeasibleError:
+            if k >= load.size:
+                raise
+            k += 1
 
 
 def _fusion_order(sub, parts: np.ndarray, load: np.ndarray, k: int) -> list[int]:
