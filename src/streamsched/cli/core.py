@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,7 +21,8 @@ from streamsched.model import Cluster, Placement, TaskGraph, Topology
 from streamsched.schedulers import available, get_scheduler, scheduler_class
 from streamsched.schedulers.base import schedule_many
 
-console = Console()
+#: 120 columns when piped (rich would default to 80 and cut the comparison table).
+console = Console(width=None if sys.stdout.isatty() else 120)
 
 WorkloadOpt = typer.Option(None, "--workload", "-w", help="built-in workload name (see `list workloads`)")
 GraphOpt = typer.Option(None, "--graph", "-g", help="graph file: edge list (.csv/.parquet/.json), sendgraph JSON, or topology (.yaml)")
@@ -180,9 +182,9 @@ def compare(
     if as_json:
         console.print_json(data={"workload": task_graph.name, "cluster": nodes.name, "seed": seed, "results": rows})
         return
-    columns = ("scheduler", "inter_node_traffic", "inter_worker_traffic", "nodes_used", "load_imbalance",
-               "wall_time_s", "status")
-    table = Table(*columns, title=f"{task_graph.name} on {nodes.name} (seed {seed})")
+    columns = {"scheduler": "scheduler", "inter_node_traffic": "inter-node", "inter_worker_traffic": "inter-worker",
+               "nodes_used": "nodes", "load_imbalance": "imbalance", "wall_time_s": "time (s)", "status": "status"}
+    table = Table(*columns.values(), title=f"{task_graph.name} on {nodes.name} (seed {seed}); traffic in tuples/s")
     for row in rows:
         table.add_row(*(_fmt(row.get(c, "")) for c in columns))
     console.print(table)
@@ -193,7 +195,7 @@ def compare(
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}" if abs(value) >= 0.01 else f"{value:.1e}"
     if isinstance(value, (list, dict)):
         return json.dumps(value)
     return str(value)
