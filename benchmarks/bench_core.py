@@ -1,6 +1,6 @@
 """Core scale benchmark: a ~1,000,000-task random DAG built, placed by the even scheduler, evaluated.
 
-Run: .venv/bin/python benchmarks/bench_core.py [--operators 182000] [--seed 0]
+Run: .venv/bin/python benchmarks/bench_core.py [--operators 182000] [--max-parallelism 10] [--seed 0]
 Prints wall time per stage and the process's peak resident memory; the baseline in the same
 process is one vectorised pass over the edge arrays (the least any metric can cost).
 """
@@ -27,11 +27,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--operators", type=int, default=182_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-parallelism", type=int, default=10)
     args = parser.parse_args()
     timings: dict[str, float] = {}
 
     start = time.perf_counter()
-    topology = random_topology(args.operators, seed=args.seed, parallelism=(1, 10))
+    topology = random_topology(args.operators, seed=args.seed, parallelism=(1, args.max_parallelism))
     timings["random topology"] = time.perf_counter() - start
 
     start = time.perf_counter()
