@@ -179,3 +179,14 @@ class ThesisScheduler(Scheduler):
             f"fits cluster {cluster.name!r} (capacity {cluster.total_capacity:g}, {total_slots} slots; "
             f"graph load {graph.total_load:g})"
         )
+
+
+class PowerRankedScheduler(ThesisScheduler):
+    """TOP- and A3-Storm: nodes ranked by eq. 3.2, ``alpha`` x GFLOPs + (1 - alpha) x RAM."""
+
+    params = ThesisScheduler.params + (
+        Param("alpha", float, 0.8, "eq. 3.2 weight of GFLOPs against RAM (0.2 ranks by memory)", low=0.0, high=1.0),
+    )
+
+    def node_rank(self, cluster, params):
+        return rank_nodes([computation_power(node, params["alpha"]) for node in cluster.nodes])

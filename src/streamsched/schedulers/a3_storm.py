@@ -10,18 +10,11 @@ a node's slots used up before the next). Shared steps and their adaptations:
 from __future__ import annotations
 
 from streamsched.schedulers import register
-from streamsched.schedulers._executor_grouping import ThesisScheduler, computation_power, rank_nodes
-from streamsched.schedulers.base import Param
+from streamsched.schedulers._executor_grouping import PowerRankedScheduler
 
 
 @register
-class A3StormScheduler(ThesisScheduler):
+class A3StormScheduler(PowerRankedScheduler):
     name = "a3-storm"
     summary = "A3-Storm: executors grouped by traffic per slot, busiest slots onto the most powerful nodes"
     by_traffic = True
-    params = ThesisScheduler.params + (
-        Param("alpha", float, 0.8, "eq. 3.2 weight of GFLOPs against RAM (0.2 ranks by memory)", low=0.0, high=1.0),
-    )
-
-    def node_rank(self, cluster, params):
-        return rank_nodes([computation_power(node, params["alpha"]) for node in cluster.nodes])

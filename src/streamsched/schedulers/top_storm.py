@@ -12,21 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from streamsched.schedulers import register
-from streamsched.schedulers._executor_grouping import ThesisScheduler, computation_power, rank_nodes
-from streamsched.schedulers.base import Param
+from streamsched.schedulers._executor_grouping import PowerRankedScheduler
 
 
 @register
-class TopStormScheduler(ThesisScheduler):
+class TopStormScheduler(PowerRankedScheduler):
     name = "top-storm"
     summary = "TOP-Storm: DAG-connected executors grouped per slot, slots onto the most powerful nodes"
     by_traffic = False
-    params = ThesisScheduler.params + (
-        Param("alpha", float, 0.8, "eq. 3.2 weight of GFLOPs against RAM (0.2 ranks by memory)", low=0.0, high=1.0),
-    )
-
-    def node_rank(self, cluster, params):
-        return rank_nodes([computation_power(node, params["alpha"]) for node in cluster.nodes])
 
     def slot_order(self, graph, slots):
         """Algorithm 3 lines 18-20: slots by decreasing number of executors."""
