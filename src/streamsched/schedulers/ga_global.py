@@ -4,18 +4,11 @@ One task graph on an empty cluster is the whole active set, so the search is GA-
 on full capacities; the two differ in the simulation (:mod:`streamsched.edge.simulation`),
 where GA-Global re-places all dataflows at every control interval."""
 
-from streamsched.edge.adapter import ga_placement
 from streamsched.schedulers import register
-from streamsched.schedulers._edge_ga import GA_PARAMS, settings
-from streamsched.schedulers.base import Scheduler
+from streamsched.schedulers.ga_incremental import GAIncrementalScheduler
 
 
 @register
-class GAGlobalScheduler(Scheduler):
+class GAGlobalScheduler(GAIncrementalScheduler):
     name = "ga-global"
     summary = "GA-Global: genetic algorithm re-placing every dataflow on full capacities"
-    params = GA_PARAMS
-    randomised = True
-
-    def place(self, graph, cluster, params, seed):
-        return ga_placement(graph, cluster, settings(params), seed, params["warm_start"])
