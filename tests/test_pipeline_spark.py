@@ -19,7 +19,8 @@ import pytest
 from streamsched import workloads
 from streamsched.model.cluster import Cluster
 from streamsched.pipeline.generate import generate_metrics
-from streamsched.pipeline.ingest import Window, aggregate, ingest
+from streamsched.pipeline import native
+from streamsched.pipeline.ingest import Window, ingest, window_rates
 from streamsched.pipeline.replan import Replanner
 from streamsched.pipeline.sources import Options
 from streamsched.pipeline.store import list_snapshots, load_snapshot, read_manifest
@@ -133,18 +134,29 @@ def test_generated_metrics_round_trip_exactly(spark_small, tmp_path):
     assert np.array_equal(measured.load, np.ones(12))
 
 
-def test_exponential_weighting_matches_hand_formula(spark_small):
+def _block(kind: str, a: int, b: int | None, ts: list[float], v1: list[float]) -> pa.RecordBatch:
+    fields = {"part": ["block"], "kind": [kind], "topology": ["t"], "a": [a], "b": [b], "checked": [True],
+              "operator": [None if kind == "traffic" else "op"], "source": ["f"], "ts": [ts], "v1": [v1],
+              "v2": [[0.0] * len(ts)] if kind == "traffic" else [None], "rows": [len(ts)]}
+    return pa.RecordBatch.from_pydict({f.name: pa.array(fields.get(f.name, [None]), f.type) for f in native.BLOCK},
+                                      schema=native.BLOCK)
+
+
+def test_exponential_weighting_matches_hand_formula():
     h = 4.0
-    traffic = spark_small.createDataFrame(
-        [(float(T0 + k), "t", 1, 2, 10.0, 0.0) for k in range(5)],
-        "timestamp double, topology string, src_task bigint, dst_task bigint, tuples double, bytes double")
-    load = spark_small.createDataFrame([(float(T0), "t", 1, "a", 2.0), (float(T0 + 4), "t", 1, "a", 4.0)],
-                                       "timestamp double, topology string, task bigint, operator string, load double")
-    ends = spark_small.createDataFrame([("t", float(T0 + 4))], "topology string, end double")
-    rates, loads = aggregate(traffic, load, ends, Window(half_life_s=h))
+    checks = native.Checks((0.0, 1e10), 60.0, half_life_s=h)
+    pair = pa.Table.from_batches([_block("traffic", 1, 2, [float(T0 + k) for k in range(5)], [10.0] * 5)])
+    # A second block of the same task: the two samples merge (weights from the task's latest).
+    task = pa.Table.from_batches([_block("load", 1, None, [float(T0)], [2.0]), _block("load", 1, None, [float(T0 + 4)], [4.0])])
+    summaries = pa.concat_tables([native.merge_group(pair, checks, None), native.merge_group(task, checks, None)])
+    ends, rates, loads = window_rates(summaries, Window(half_life_s=h))
     weights = 2.0 ** (-np.arange(5) / h)
-    assert rates.collect()[0]["rate"] == pytest.approx(10.0 * weights.sum() / (h / np.log(2)))
-    assert loads.collect()[0]["load"] == pytest.approx((2.0 * 2 ** -1 + 4.0) / (2 ** -1 + 1))
+    assert ends == {"t": T0 + 4}
+    assert rates[0]["rate"] == pytest.approx(10.0 * weights.sum() / (h / np.log(2)))
+    assert loads[0]["load"] == pytest.approx((2.0 * 2 ** -1 + 4.0) / (2 ** -1 + 1))
+    # An explicit end 2 s later scales every weight by 2^(-2/h).
+    _, later, _ = window_rates(summaries, Window(half_life_s=h, end=T0 + 6))
+    assert later[0]["rate"] == pytest.approx(rates[0]["rate"] * 2 ** (-2 / h))
 
 
 class _BruteForce:

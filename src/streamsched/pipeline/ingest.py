@@ -1,37 +1,45 @@
 """Batch ingest: files -> validation (nothing lost) -> windowed rates -> snapshots.
 
-Steps (each a ``DataFrame -> DataFrame`` function): :mod:`.sources` reads every file into
-records with a row-level ``reason``; :func:`settle` groups identical keys (a second row for the
-same topology, timestamp and task pair / task is a ``duplicate``) and marks traffic naming
-undeclared tasks ``unknown_task``; :func:`aggregate` turns accepted rows into R(ti, tj) and
-L(ti) (i-scheduler.txt 4.1, t3-scheduler.txt 4.1); the driver collects the small weighted graph
-and :mod:`.store` writes one snapshot per topology. Every run reports
+Two Spark jobs, loads first (their tasks are the declared tasks the traffic check needs), then
+traffic. Each job: one task per native file parses, checks and packs it into blocks with
+pyarrow (:func:`.native.read_blocks`, Arrow's CSV reader being several times faster than
+Spark's); the other sources (:mod:`.sources`) are read by Spark and packed the same way; the
+blocks are grouped by task pair (or task) and :func:`.native.merge_group` finds duplicates and
+unknown tasks and reduces each group to a summary; everything is written once, partitioned by
+``part`` (summaries, rejected rows, counts). The driver then computes the rates R(ti, tj) and
+loads L(ti) of the window from the summaries (i-scheduler.txt 4.1, t3-scheduler.txt 4.1) and
+:mod:`.store` writes one snapshot per topology. Every run checks and reports
 ``rows_read = rows_accepted + sum(rows_quarantined.values())``.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
 import time
 import uuid
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from streamsched.errors import InputError
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.pipeline import native
 from streamsched.pipeline import schema as S
 from streamsched.pipeline import sources
+from streamsched.pipeline.session import python_workers
 from streamsched.pipeline.store import write_run_report, write_snapshot
 
-TRAFFIC_KEY = ["topology", "timestamp", "src_task", "dst_task"]
-#: The operator is part of the load key: a string aggregate would force a sort-based aggregation.
-LOAD_KEY = ["topology", "timestamp", "task", "operator"]
+BLOCK = from_arrow_schema(native.BLOCK)
+GROUP = ["part", "kind", "topology", "a", "b"]
 
 
 @dataclass(frozen=True)
@@ -55,85 +63,117 @@ class Window:
         return {"kind": "sliding", "seconds": self.seconds, "start": end - self.seconds, "end": end}
 
 
-# --------------------------------------------------------------------------- validation
-def settle(rows: DataFrame, key: list[str], values: list[str]) -> DataFrame:
-    """Group rows by their key: one row per distinct key with ``copies``; rejected rows keep their
-    own group (source, raw). The kept copy of duplicates carries the smallest values."""
-    bad = F.col("reason").isNotNull()
-    grouped = rows.select(
-        "kind", "reason", *key, *values,
-        F.when(bad, F.col("raw")).alias("raw"), F.when(bad, F.col("source")).alias("source"),
-    ).groupBy("kind", "reason", "raw", "source", *key).agg(
-        F.count(F.lit(1)).alias("copies"), *[F.min(v).alias(v) for v in values])
-    return grouped
+# --------------------------------------------------------------------------- packing in Spark
+def _frame(df: DataFrame, **columns: Column) -> DataFrame:
+    """``df`` as rows of :data:`BLOCK`: the given columns, the others null."""
+    return df.select(*[columns[f.name].cast(f.dataType).alias(f.name) if f.name in columns
+                       else F.lit(None).cast(f.dataType).alias(f.name) for f in BLOCK.fields])
 
 
-def mark_unknown(traffic: DataFrame, declared: DataFrame) -> DataFrame:
-    """Accepted traffic naming a task its topology does not declare -> ``unknown_task``
-    (topologies that declare no task at all are not checked). ``declared``: topology, task
-    (small: collected by the caller and broadcast)."""
-    topologies = declared.select("topology").distinct().withColumn("_declared", F.lit(True))
-    src = declared.select("topology", F.col("task").alias("src_task"), F.lit(True).alias("_src"))
-    dst = declared.select("topology", F.col("task").alias("dst_task"), F.lit(True).alias("_dst"))
-    out = (traffic.join(F.broadcast(topologies), "topology", "left")
-           .join(F.broadcast(src), ["topology", "src_task"], "left")
-           .join(F.broadcast(dst), ["topology", "dst_task"], "left"))
-    unknown = F.col("reason").isNull() & F.col("_declared").isNotNull() & (
-        F.col("_src").isNull() | F.col("_dst").isNull())
-    return out.withColumn("reason", F.when(unknown, F.lit(S.UNKNOWN_TASK)).otherwise(F.col("reason"))).drop(
-        "_declared", "_src", "_dst")
+def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.Options) -> DataFrame:
+    """Native files, one Spark task each, read into blocks by :func:`.native.read_blocks`."""
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path in batch.column("path").to_pylist():
+                yield from native.read_blocks(path, kind, options.time_range)
+
+    paths = spark.sparkContext.parallelize([(str(f),) for f in files], len(files)).toDF("path string")
+    return paths.mapInArrow(read, BLOCK)
 
 
-def quarantine_rows(settled: DataFrame, key: list[str], values: list[str]) -> DataFrame:
-    """One row per rejected input row: rejected groups repeated ``copies`` times, and the
-    ``copies - 1`` extra rows of every accepted key as ``duplicate``."""
-    rejected = settled.filter(F.col("reason").isNotNull()).select(
-        "source", "kind",
-        F.coalesce(F.col("raw"), F.to_json(F.struct(*key, *values))).alias("raw"), "reason",
-        F.explode(F.array_repeat(F.lit(1), F.col("copies").cast("int"))).alias("_"))
-    duplicates = settled.filter(F.col("reason").isNull() & (F.col("copies") > 1)).select(
-        F.lit(None).cast("string").alias("source"), "kind",
-        F.to_json(F.struct(*key, *values)).alias("raw"), F.lit(S.DUPLICATE).alias("reason"),
-        F.explode(F.array_repeat(F.lit(1), (F.col("copies") - 1).cast("int"))).alias("_"))
-    return rejected.unionByName(duplicates).drop("_")
+def _blocks(df: DataFrame, kind: str, checked: bool) -> DataFrame:
+    """Accepted traffic / load rows of a Spark source -> blocks per pair (or task) and file."""
+    if kind == "traffic":
+        key = {"a": F.col("src_task"), "b": F.col("dst_task"), "operator": F.lit(None).cast("string")}
+        values = F.struct("timestamp", F.col("tuples").alias("v1"), F.col("bytes").alias("v2"))
+    else:
+        key = {"a": F.col("task"), "b": F.lit(None).cast("bigint"), "operator": F.col("operator")}
+        values = F.struct("timestamp", F.col("load").alias("v1"), F.lit(0.0).alias("v2"))
+    source = F.col("source") if "source" in df.columns else F.lit(None).cast("string")
+    grouped = df.select("topology", source.alias("source"), values.alias("s"), *[c.alias(k) for k, c in key.items()]) \
+        .groupBy("topology", "a", "b", "operator", "source").agg(
+            F.collect_list("s").alias("s"), F.count(F.lit(1)).alias("rows"))
+    v2 = F.expr("transform(s, x -> x.v2)") if kind == "traffic" else F.lit(None)
+    return _frame(grouped, part=F.lit("block"), kind=F.lit(kind), topology=F.col("topology"), a=F.col("a"),
+                  b=F.col("b"), operator=F.col("operator"), source=F.col("source"), checked=F.lit(checked),
+                  ts=F.expr("transform(s, x -> x.timestamp)"), v1=F.expr("transform(s, x -> x.v1)"), v2=v2,
+                  rows=F.col("rows"))
 
 
-def count_rows(settled: DataFrame) -> DataFrame:
-    """(reason, rows) of a settled frame: accepted keys count once, their extra copies as
-    duplicates, rejected groups ``copies`` times."""
-    return settled.select(
-        F.explode(F.array(
-            F.struct(F.col("reason").alias("reason"), F.when(F.col("reason").isNull(), F.lit(1))
-                     .otherwise(F.col("copies")).alias("rows")),
-            F.struct(F.lit(S.DUPLICATE).alias("reason"), F.when(F.col("reason").isNull(), F.col("copies") - 1)
-                     .otherwise(F.lit(0)).alias("rows")),
-        )).alias("c")).groupBy("c.reason").agg(F.sum("c.rows").alias("rows"))
+def _records(records: DataFrame, counted: bool) -> list[DataFrame]:
+    """A Spark source's records -> its rejected rows and its counts (``read``; ``accepted`` too
+    when ``counted``: rows still to check are counted by the merge instead)."""
+    rejected = _frame(records.filter(F.col("reason").isNotNull()), part=F.lit("rejected"), kind=F.col("kind"),
+                      a=F.abs(F.xxhash64("raw")) % 64, source=F.col("source"), raw=F.col("raw"),
+                      reason=F.col("reason"))
+    kinds = ["read"] + (["accepted"] if counted else [])
+    totals = records.groupBy("kind").agg(F.count(F.lit(1)).alias("read"),
+                                         F.count_if(F.col("reason").isNull()).alias("accepted"))
+    counts = totals.select("kind", F.explode(F.array(*[F.struct(F.lit(k).alias("reason"), F.col(k).alias("rows"))
+                                                      for k in kinds])).alias("c"))
+    return [rejected, _frame(counts, part=F.lit("count"), kind=F.col("kind"), topology=F.col("kind"),
+                             reason=F.col("c.reason"), rows=F.col("c.rows"))]
 
 
-# --------------------------------------------------------------------------- aggregation
-def aggregate(traffic: DataFrame, load: DataFrame, ends: DataFrame, window: Window) -> tuple[DataFrame, DataFrame]:
-    """Accepted rows -> per-pair rates (tuples/s, bytes/s) and per-task load.
+def _merge(frames: list[DataFrame], checks: native.Checks, declared: dict[str, set[int]] | None,
+           out: Path) -> None:
+    """Group the blocks, merge every group (:func:`.native.merge_group`) and append the result
+    to ``out``, partitioned by ``part``."""
+    def merge(table: pa.Table) -> pa.Table:
+        return native.merge_group(table, checks, declared)
 
-    Sliding window: ``R = sum of tuples with end - W < t <= end, / W``; ``L`` = mean of the load
-    samples in the window. Exponential weighting with half-life h: a row of age a weighs
-    ``w = 2^(-a/h)``; ``R = sum(tuples * w) / (h / ln 2)`` (the integral of w, so a constant rate
-    is recovered exactly) and ``L = sum(load * w) / sum(w)``. ``ends``: topology, end.
-    """
-    def windowed(df: DataFrame) -> DataFrame:
-        df = df.join(F.broadcast(ends), "topology")
-        age = F.col("end") - F.col("timestamp")
-        if window.half_life_s is None:
-            return df.filter((age >= 0) & (age < window.seconds)).withColumn("w", F.lit(1.0))
-        return df.filter(age >= 0).withColumn("w", F.pow(F.lit(2.0), -age / window.half_life_s))
+    merged = reduce(DataFrame.unionByName, frames).groupBy(*GROUP).applyInArrow(merge, BLOCK)
+    merged.write.mode("append").partitionBy("part").parquet(str(out))
 
-    span = window.seconds if window.half_life_s is None else window.half_life_s / math.log(2)
-    rates = windowed(traffic).groupBy("topology", "src_task", "dst_task").agg(
-        (F.sum(F.col("tuples") * F.col("w")) / span).alias("rate"),
-        (F.sum(F.col("bytes") * F.col("w")) / span).alias("bytes_rate"),
-        F.count(F.lit(1)).alias("samples"))
-    loads = windowed(load).groupBy("topology", "task").agg(
-        (F.sum(F.col("load") * F.col("w")) / F.sum("w")).alias("load"))
-    return rates, loads
+
+# --------------------------------------------------------------------------- windows
+def window_rates(summaries: pa.Table, window: Window) -> tuple[dict[str, float], list[dict], list[dict]]:
+    """Summaries (:func:`.native.merge_group`) -> (window end per topology, rates, loads).
+
+    Sliding window of W ending at E: ``R = sum of tuples with E - W < t <= E, / W`` and ``L`` =
+    mean of the load samples in it. Half-life h: a row of age a weighs ``2^(-a/h)``;
+    ``R = sum(tuples * w) / (h / ln 2)`` (the integral of w, so a constant rate is recovered
+    exactly) and ``L = sum(load * w) / sum(w)``; a summary's sums, weighted from its ``last``,
+    are scaled by ``2^(-(E - last)/h)``."""
+    last = summaries.column("last").to_numpy(zero_copy_only=False)
+    topo = np.asarray(summaries.column("topology").to_pylist(), object)
+    ends: dict[str, float] = {}
+    for t in set(topo.tolist()):
+        mine = last[(topo == t) & np.isfinite(last)]
+        if window.end is not None:
+            ends[t] = float(window.end)
+        elif mine.size:
+            ends[t] = float(mine.max())
+    end = np.array([ends.get(t, np.nan) for t in topo])
+    if window.half_life_s is None:
+        lengths = pc.list_value_length(summaries.column("ts")).to_numpy(zero_copy_only=False)
+        lengths = np.nan_to_num(lengths.astype(float)).astype(np.int64)
+        group = np.repeat(np.arange(len(topo)), lengths)
+        ts = pc.list_flatten(summaries.column("ts")).to_numpy(zero_copy_only=False)
+        inside = (ts > end[group] - window.seconds) & (ts <= end[group])
+        n = np.bincount(group[inside], minlength=len(topo))
+        v1 = np.bincount(group[inside], pc.list_flatten(summaries.column("v1")).to_numpy(zero_copy_only=False)[inside],
+                         minlength=len(topo))
+        v2 = np.bincount(group[inside], pc.list_flatten(summaries.column("v2")).to_numpy(zero_copy_only=False)[inside],
+                         minlength=len(topo))
+        rate, bytes_rate, load = v1 / window.seconds, v2 / window.seconds, v1 / np.maximum(n, 1)
+        has = n > 0
+    else:
+        h = window.half_life_s
+        scale = np.exp2(-(end - last) / h)
+        ew = {c: np.nan_to_num(summaries.column(c).to_numpy(zero_copy_only=False)) for c in ("ew1", "ew2", "ewn")}
+        span = h / math.log(2)
+        rate, bytes_rate = ew["ew1"] * scale / span, ew["ew2"] * scale / span
+        load = ew["ew1"] / np.where(ew["ewn"] > 0, ew["ewn"], 1.0)
+        has = np.isfinite(last) & np.isfinite(end)
+    kind = np.asarray(summaries.column("kind").to_pylist(), object)
+    a = summaries.column("a").to_numpy(zero_copy_only=False)
+    b = summaries.column("b").to_pylist()
+    rates = [{"topology": topo[k], "src_task": int(a[k]), "dst_task": int(b[k]), "rate": float(rate[k]),
+              "bytes_rate": float(bytes_rate[k])} for k in np.flatnonzero(has & (kind == "traffic"))]
+    loads = [{"topology": topo[k], "task": int(a[k]), "load": float(load[k])}
+             for k in np.flatnonzero(has & (kind == "load"))]
+    return ends, rates, loads
 
 
 def build_graphs(rates: list, loads: list, tasks: list, default_load: float) -> dict[str, tuple[TaskGraph, int]]:
@@ -174,101 +214,99 @@ def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, wind
            options: sources.Options | None = None, fmt: str | None = None,
            default_load: float = 1.0) -> dict[str, Any]:
     """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report."""
+    with python_workers(spark):
+        return _ingest(spark, paths, store, window, options, fmt, default_load)
+
+
+def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window,
+            options: sources.Options | None, fmt: str | None, default_load: float) -> dict[str, Any]:
     options = options or sources.Options()
     started = time.perf_counter()
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     groups = sources.group_files(paths, fmt)
-    traffic_rows, load_rows, records, traffic, load, tasks = [], [], [], [], [], []
+    for name in ("native-traffic", "native-load"):
+        for f in groups.get(name, []):
+            native.check_header(f, name.split("-")[1])
+    checks = native.Checks(options.time_range, window.seconds, window.half_life_s, window.end)
+    load_frames: list[DataFrame] = []
+    traffic_frames: list[DataFrame] = []
+    tasks: list[DataFrame] = []
     for name, files in groups.items():
         if name in ("native-traffic", "native-load"):
-            rows = sources.read_native(spark, files, name.split("-")[1], options).records
-            (traffic_rows if name == "native-traffic" else load_rows).append(rows)
+            kind = name.split("-")[1]
+            (traffic_frames if kind == "traffic" else load_frames).append(_native(spark, files, kind, options))
         elif name == "aniello-traffic":
-            traffic_rows.append(sources.read_aniello(spark, files, name, options).records)
+            rows = sources.read_aniello(spark, files, name, options).records
+            traffic_frames += _records(rows, counted=False)
+            traffic_frames.append(_blocks(rows.filter(F.col("reason").isNull()), "traffic", checked=True))
         elif name == "aniello-load":
             rows = sources.read_aniello(spark, files, name, options).records
-            records.append(rows.select("source", "kind", "raw", "reason"))
+            load_frames += _records(rows.select("source", "kind", "raw", "reason"), counted=True)
             good = sources.expand_executor_load(rows.filter(F.col("reason").isNull()))
-            load.append(good)
+            load_frames.append(_blocks(good, "load", checked=False))
             tasks.append(good.select("topology", "task", "operator"))
         else:
             reader = sources.read_storm_log if name == "storm-log" else sources.read_sendgraph
             got = reader(spark, files, options)
-            records.append(got.records)
-            for bucket, frame in ((traffic, got.traffic), (load, got.load), (tasks, got.tasks)):
-                if frame is not None:
-                    bucket.append(frame)
-    counts: list[DataFrame] = []
-    cached: list[DataFrame] = []
-    quarantine = [r.filter(F.col("reason").isNotNull()) for r in records]
-    counts += [r.groupBy("reason").agg(F.count(F.lit(1)).alias("rows")) for r in records]
-    load_values = ["load"]
-    if load_rows:
-        settled_load = settle(reduce(DataFrame.unionByName, load_rows), LOAD_KEY, load_values).cache()
-        cached.append(settled_load)
-        good = settled_load.filter(F.col("reason").isNull())
-        load.append(good.select("timestamp", "topology", "task", "operator", "load"))
-        tasks.append(good.select("topology", "task", "operator"))
-        quarantine.append(quarantine_rows(settled_load, LOAD_KEY, load_values))
-        counts.append(count_rows(settled_load))
-    traffic_values = ["tuples", "bytes"]
-    if traffic_rows:
-        settled = settle(reduce(DataFrame.unionByName, traffic_rows), TRAFFIC_KEY, traffic_values)
-        if tasks:
-            declared = reduce(DataFrame.unionByName, tasks).select("topology", "task").distinct().collect()
-            if declared:
-                settled = mark_unknown(settled, spark.createDataFrame(declared, "topology string, task bigint"))
-        settled = settled.cache()
-        cached.append(settled)
-        traffic.append(settled.filter(F.col("reason").isNull()).select(
-            "timestamp", "topology", "src_task", "dst_task", "tuples", "bytes"))
-        quarantine.append(quarantine_rows(settled, TRAFFIC_KEY, traffic_values))
-        counts.append(count_rows(settled))
-    per_reason: dict[str, int] = {}
-    for row in reduce(DataFrame.unionByName, counts).groupBy("reason").agg(F.sum("rows").alias("rows")).collect():
-        per_reason[row["reason"] or "accepted"] = per_reason.get(row["reason"] or "accepted", 0) + int(row["rows"])
-    accepted = per_reason.pop("accepted", 0)
-    quarantined = {r: n for r, n in sorted(per_reason.items()) if n}
-    quarantine_path = None
-    if quarantined:
-        quarantine_path = Path(store) / "quarantine" / run_id
-        reduce(DataFrame.unionByName, quarantine).coalesce(1).write.parquet(str(quarantine_path))
-    empty_traffic = spark.createDataFrame([], S.TRAFFIC)
-    empty_load = spark.createDataFrame([], S.LOAD)
-    traffic_df = reduce(DataFrame.unionByName, traffic, empty_traffic)
-    load_df = reduce(DataFrame.unionByName, load, empty_load)
-    task_df = reduce(DataFrame.unionByName, tasks, empty_load.select("topology", "task", "operator"))
-    if window.end is not None:
-        ends = {r["topology"]: window.end for r in task_df.select("topology").union(
-            traffic_df.select("topology")).distinct().collect()}
-    else:
-        stamps = traffic_df.select("topology", "timestamp").unionByName(load_df.select("topology", "timestamp"))
-        ends = {r["topology"]: float(r["end"]) for r in stamps.groupBy("topology").agg(
-            F.max("timestamp").alias("end")).collect()}
+            load_frames += _records(got.records, counted=True)
+            if got.traffic is not None:
+                traffic_frames.append(_blocks(got.traffic, "traffic", checked=False))
+            if got.load is not None:
+                load_frames.append(_blocks(got.load, "load", checked=False))
+            tasks.append(got.tasks)
+    work = Path(store) / "tmp" / run_id
+    try:
+        declared_rows = [(r["topology"], int(r["task"]), r["operator"])
+                         for r in reduce(DataFrame.unionByName, tasks).distinct().collect()] if tasks else []
+        if load_frames:
+            _merge(load_frames, checks, None, work)
+            done = spark.read.parquet(str(work)).filter((F.col("part") == "summary") & (F.col("kind") == "load"))
+            declared_rows += [(r["topology"], int(r["a"]), r["operator"]) for r in done.select(
+                "topology", "a", "operator").collect()]
+        declared: dict[str, set[int]] = {}
+        for topo, task, _ in declared_rows:
+            declared.setdefault(topo, set()).add(task)
+        if traffic_frames:
+            _merge(traffic_frames, checks, declared, work)
+        result = spark.read.parquet(str(work))
+        small = result.filter(F.col("part") != "rejected").toArrow()
+        rejected = {r["reason"]: int(r["count"]) for r in
+                    result.filter(F.col("part") == "rejected").groupBy("reason").count().collect()}
+        quarantine_path = None
+        if rejected:
+            quarantine_path = Path(store) / "quarantine" / run_id
+            result.filter(F.col("part") == "rejected").select("source", "kind", "raw", "reason").coalesce(1) \
+                .write.parquet(str(quarantine_path))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    part = np.asarray(small.column("part").to_pylist(), object)
+    reason = np.asarray(small.column("reason").to_pylist(), object)
+    rows = np.nan_to_num(small.column("rows").to_numpy(zero_copy_only=False)).astype(np.int64)
+    read = int(rows[(part == "count") & (reason == "read")].sum())
+    accepted = int(rows[(part == "count") & (reason == "accepted")].sum() + rows[part == "summary"].sum())
+    quarantined = dict(sorted(rejected.items()))
+    if read != accepted + sum(quarantined.values()):
+        raise RuntimeError(f"ingest lost rows: read {read} != accepted {accepted} + quarantined {quarantined}")
+    summaries = small.filter(pc.equal(small.column("part"), "summary"))
+    ends, rates, loads = window_rates(summaries, window)
+    task_rows = [{"topology": t, "task": k, "operator": o} for t, k, o in sorted(set(declared_rows), key=str)]
     snapshots = []
-    if ends:
-        ends_df = spark.createDataFrame([(t, e) for t, e in ends.items()], "topology string, end double")
-        rates, loads = aggregate(traffic_df, load_df, ends_df, window)
-        graphs = build_graphs(rates.collect(), loads.collect(), task_df.distinct().collect(), default_load)
-        source_files = sorted(str(f) for files in groups.values() for f in files)
-        for topo, (graph, defaulted) in graphs.items():
-            manifest = {
-                "schema_version": S.SCHEMA_VERSION,
-                "window": window.describe(ends.get(topo, 0.0)),
-                "sources": source_files,
-                "formats": sorted(groups),
-                "run_id": run_id,
-                "rows": {"read": accepted + sum(quarantined.values()), "accepted": accepted,
-                         "quarantined": quarantined},
-                "tasks_with_default_load": defaulted,
-                "default_load": default_load,
-            }
-            snapshots.append(str(write_snapshot(store, graph, manifest)))
-    for frame in cached:
-        frame.unpersist()
+    source_files = sorted(str(f) for files in groups.values() for f in files)
+    for topo, (graph, defaulted) in build_graphs(rates, loads, task_rows, default_load).items():
+        manifest = {
+            "schema_version": S.SCHEMA_VERSION,
+            "window": window.describe(ends.get(topo, window.end or 0.0)),
+            "sources": source_files,
+            "formats": sorted(groups),
+            "run_id": run_id,
+            "rows": {"read": read, "accepted": accepted, "quarantined": quarantined},
+            "tasks_with_default_load": defaulted,
+            "default_load": default_load,
+        }
+        snapshots.append(str(write_snapshot(store, graph, manifest)))
     report = {
         "run_id": run_id,
-        "rows_read": accepted + sum(quarantined.values()),
+        "rows_read": read,
         "rows_accepted": accepted,
         "rows_quarantined": quarantined,
         "quarantine": str(quarantine_path) if quarantine_path else None,

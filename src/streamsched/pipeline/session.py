@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
 from pyspark.sql import SparkSession
 
 
@@ -28,3 +33,19 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+@contextmanager
+def python_workers(spark: SparkSession) -> Iterator[None]:
+    """Python functions shipped to Spark inside this block run in the driver's interpreter when
+    the master is local and neither ``spark.pyspark.python`` nor ``PYSPARK_PYTHON`` names one
+    (executors of a cluster need streamsched installed in the interpreter those name)."""
+    sc = spark.sparkContext
+    configured = sc.getConf().get("spark.pyspark.python", None) or os.environ.get("PYSPARK_PYTHON")
+    previous = sc.pythonExec
+    if sc.master.startswith("local") and not configured:
+        sc.pythonExec = sys.executable
+    try:
+        yield
+    finally:
+        sc.pythonExec = previous

@@ -9,13 +9,12 @@ master with neither set, the workers use the driver's own interpreter.
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from streamsched.evaluation.experiments import Cell, run_cell
+from streamsched.pipeline.session import python_workers, spark_session
 
 
 def run_cells_on_spark(cells: list[Cell], spark: SparkSession | None = None) -> list[dict[str, Any]]:
@@ -23,18 +22,9 @@ def run_cells_on_spark(cells: list[Cell], spark: SparkSession | None = None) -> 
     if not cells:
         return []
     if spark is None:
-        from streamsched.pipeline.session import spark_session
-
         spark = spark_session()
-    sc = spark.sparkContext
-    configured = sc.getConf().get("spark.pyspark.python", None) or os.environ.get("PYSPARK_PYTHON")
-    previous = sc.pythonExec
-    if sc.master.startswith("local") and not configured:
-        sc.pythonExec = sys.executable  # local workers run here: same interpreter as the driver
-    try:
+    with python_workers(spark):
         indexed = list(enumerate(cells))
-        rdd = sc.parallelize(indexed, numSlices=len(indexed))
+        rdd = spark.sparkContext.parallelize(indexed, numSlices=len(indexed))
         results = rdd.map(lambda item: (item[0], run_cell(item[1]))).collect()
-    finally:
-        sc.pythonExec = previous
     return [row for _, row in sorted(results, key=lambda pair: pair[0])]

@@ -1,0 +1,453 @@
+"""Native metric files in Arrow: parse, validate, pack into blocks, and merge blocks.
+
+Plain pyarrow + numpy (no Spark in this module): :mod:`.ingest` runs :func:`read_blocks` inside
+one Spark task per file (``mapInArrow``) and :func:`merge_group` once per task pair or task
+(``applyInArrow``), and :mod:`.watch` runs :func:`validate_text` on streaming micro-batches.
+
+Why blocks: finding duplicates needs every row of a pair side by side, and shuffling 10^8 rows
+one by one costs more than reading them. A block holds all the accepted rows of one pair (or
+task) from one file as three packed arrays (timestamps, tuples/load, bytes), so the shuffle
+moves 8 bytes per value and one row per pair per file.
+
+Row checks, the first failing one is the reason: ``malformed`` (wrong number of fields, broken
+JSON) -> ``missing_field`` (an empty timestamp, topology, task or count; a missing byte count is
+0, a missing operator is ``task``) -> ``wrong_type`` (not a number: numbers are decimal, with an
+optional exponent, ``inf``/``nan``; task ids are integers) -> ``negative_count`` (a count below 0
+or not finite) -> ``timestamp_out_of_range``. Then per group (:func:`merge_group`):
+``unknown_task`` (a pair naming a task its topology does not declare), ``duplicate`` (a second
+row of a pair or task at the same timestamp: the copy with the smallest values is kept).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from streamsched.errors import InputError
+
+TRAFFIC_FIELDS = ("timestamp", "topology", "src_task", "dst_task", "tuples", "bytes")
+LOAD_FIELDS = ("timestamp", "topology", "task", "operator", "load")
+OPTIONAL = ("bytes", "operator")
+INTEGERS = ("src_task", "dst_task", "task")
+COUNTS = ("tuples", "bytes", "load")
+BATCH_ROWS = 1 << 20
+BLOCK_BYTES = 64 << 20
+
+# Reasons, in the order the checks run (the first failing one is kept).
+MALFORMED, MISSING, WRONG_TYPE, NEGATIVE, OUT_OF_RANGE = (
+    "malformed", "missing_field", "wrong_type", "negative_count", "timestamp_out_of_range")
+UNKNOWN_TASK, DUPLICATE = "unknown_task", "duplicate"
+_ROW_REASONS = (None, MALFORMED, MISSING, WRONG_TYPE, NEGATIVE, OUT_OF_RANGE)
+
+_FLOAT = r"(?i)^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity|nan)$"
+_INTEGER = r"^[+-]?\d{1,18}$"
+
+#: One row of the pack: a block of accepted rows (part ``block``), a rejected row (``rejected``),
+#: a count of records (``count``: reason ``read`` or ``accepted``) or, after merging, a group's
+#: summary (``summary``). Groups are keyed by (part, kind, topology, a, b).
+BLOCK = pa.schema([
+    ("part", pa.string()), ("kind", pa.string()), ("topology", pa.string()),
+    ("a", pa.int64()),            # src_task | task | bucket of rejected rows
+    ("b", pa.int64()),            # dst_task
+    ("operator", pa.string()), ("source", pa.string()),
+    ("checked", pa.bool_()),      # still to check for duplicates and unknown tasks
+    ("ts", pa.list_(pa.float64())), ("v1", pa.list_(pa.float64())), ("v2", pa.list_(pa.float64())),
+    ("raw", pa.string()), ("reason", pa.string()),
+    ("rows", pa.int64()),         # rows in a block / records counted / accepted rows of a summary
+    ("last", pa.float64()),       # summary: latest accepted timestamp (up to the window end)
+    ("ew1", pa.float64()), ("ew2", pa.float64()), ("ewn", pa.float64()),  # summary: weighted sums
+])
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What the row checks and the merge need besides the rows."""
+
+    time_range: tuple[float, float]
+    window_s: float
+    half_life_s: float | None = None
+    end: float | None = None
+
+
+def fields_of(kind: str) -> tuple[str, ...]:
+    return TRAFFIC_FIELDS if kind == "traffic" else LOAD_FIELDS
+
+
+# --------------------------------------------------------------------------- reading
+def check_header(path: Path, kind: str) -> None:
+    """Raise InputError when a CSV header or a Parquet schema lacks a required column."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with open(path, newline="") as handle:
+            first = handle.readline()
+        have = [c.strip().strip('"') for c in first.rstrip("\r\n").split(",")] if first else []
+        where = f"{path}: line 1"
+    elif suffix == ".parquet":
+        try:
+            have = pq.read_schema(path).names
+        except (OSError, pa.ArrowException) as exc:
+            raise InputError(f"{path}: not a Parquet file ({exc})") from None
+        where = str(path)
+    else:
+        return
+    missing = [f for f in fields_of(kind) if f not in OPTIONAL and f not in have]
+    if missing:
+        raise InputError(f"{where}: missing column {missing[0]!r} (have {', '.join(have) or 'nothing'})")
+
+
+def _csv_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list[str]]]:
+    malformed: list[str] = []
+
+    def keep(row) -> str:
+        malformed.append(row.text)
+        return "skip"
+
+    with open(path, newline="") as handle:
+        header = [c.strip().strip('"') for c in handle.readline().rstrip("\r\n").split(",")]
+    present = [f for f in fields_of(kind) if f in header]
+    reader = pcsv.open_csv(
+        path, read_options=pcsv.ReadOptions(block_size=BLOCK_BYTES),
+        parse_options=pcsv.ParseOptions(invalid_row_handler=keep),
+        convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in header},
+                                            include_columns=present, strings_can_be_null=False))
+    for batch in reader:
+        yield {f: batch.column(f) for f in present}, malformed[:]
+        malformed.clear()
+    if malformed:
+        yield {f: pa.array([], pa.string()) for f in present}, malformed
+
+
+def _json_text(value) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool) or isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return repr(value)
+
+
+def _jsonl_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list[str]]]:
+    names = fields_of(kind)
+    columns: dict[str, list] = {f: [] for f in names}
+    malformed: list[str] = []
+    with open(path) as handle:
+        for line in handle:
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                record = json.loads(text)
+            except ValueError:
+                record = None
+            if not isinstance(record, dict):
+                malformed.append(text)
+                continue
+            for f in names:
+                columns[f].append(_json_text(record.get(f)))
+            if len(columns[names[0]]) >= BATCH_ROWS:
+                yield {f: pa.array(v, pa.string()) for f, v in columns.items()}, malformed
+                columns, malformed = {f: [] for f in names}, []
+    yield {f: pa.array(v, pa.string()) for f, v in columns.items()}, malformed
+
+
+def _parquet_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list[str]]]:
+    parquet = pq.ParquetFile(path)
+    present = [f for f in fields_of(kind) if f in parquet.schema_arrow.names]
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=present):
+        yield {f: batch.column(f) for f in present}, []
+
+
+def read_file(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list[str]]]:
+    """(columns, malformed lines) per batch of a native file; columns as stored (text for CSV
+    and JSON lines, typed for Parquet)."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _csv_batches(path, kind)
+    if suffix == ".parquet":
+        return _parquet_batches(path, kind)
+    return _jsonl_batches(path, kind)
+
+
+# --------------------------------------------------------------------------- row checks
+def _number(column: pa.Array | None, n: int, integer: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, missing, wrong type) of a column as text or numbers; absent column = missing."""
+    dtype = np.int64 if integer else np.float64
+    if column is None:
+        return np.zeros(n, dtype), np.ones(n, bool), np.zeros(n, bool)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        text = pc.utf8_trim_whitespace(column)
+        missing = pc.fill_null(pc.equal(text, ""), True)
+        ok = pc.fill_null(pc.match_substring_regex(text, _INTEGER if integer else _FLOAT), False)
+        values = pc.cast(pc.if_else(ok, text, pa.scalar(None, pa.string())), pa.int64() if integer else pa.float64())
+    elif pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        missing = pc.is_null(column)
+        values = pc.cast(column, pa.float64())
+        ok = pc.fill_null(pc.is_finite(values), False) if integer else pc.invert(missing)
+        if integer:
+            whole = pc.and_(ok, pc.less(pc.abs(values), float(1 << 62)))
+            ok = pc.fill_null(pc.and_(whole, pc.equal(pc.floor(values), values)), False)
+            values = pc.cast(pc.if_else(ok, values, 0.0), pa.int64())
+    else:
+        missing = pc.is_null(column)
+        ok = pa.array(np.zeros(n, bool))
+        values = pa.array(np.zeros(n, dtype))
+    missing = missing.to_numpy(zero_copy_only=False)
+    ok = ok.to_numpy(zero_copy_only=False)
+    values = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    return values, missing, ~missing & ~ok
+
+
+def _text(column: pa.Array | None, n: int, default: str | None) -> tuple[pa.Array, np.ndarray]:
+    """(trimmed text, missing) of a text column; ``default`` replaces a missing value."""
+    if column is None:
+        column = pa.nulls(n, pa.string())
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
+    missing = pc.fill_null(pc.equal(text, ""), True)
+    if default is not None:
+        text = pc.if_else(missing, default, text)
+    return text, missing.to_numpy(zero_copy_only=False)
+
+
+@dataclass
+class Validated:
+    """Rows of one batch: ``reason`` code per row (0 = accepted, else an index of
+    :data:`_ROW_REASONS`) and the typed values (``topology``/``operator`` as Arrow strings)."""
+
+    reason: np.ndarray
+    values: dict[str, object]
+
+
+def validate(columns: dict[str, pa.Array], kind: str, time_range: tuple[float, float],
+             malformed: np.ndarray | None = None) -> Validated:
+    """Row checks of a batch of native rows (module docstring); ``malformed`` marks rows the
+    reader could not split into fields."""
+    names = fields_of(kind)
+    n = len(next(iter(columns.values()))) if columns else 0
+    topology, missing = _text(columns.get("topology"), n, None)
+    values: dict[str, object] = {"topology": topology}
+    wrong = np.zeros(n, bool)
+    negative = np.zeros(n, bool)
+    for name in names:
+        if name == "topology":
+            continue
+        if name == "operator":
+            values[name] = _text(columns.get(name), n, "task")[0]
+            continue
+        value, is_missing, is_wrong = _number(columns.get(name), n, name in INTEGERS)
+        if name == "bytes":
+            value = np.where(is_missing, 0.0, value)
+        else:
+            missing |= is_missing
+        wrong |= is_wrong
+        if name in COUNTS:
+            with np.errstate(invalid="ignore"):
+                negative |= ~is_missing & ~is_wrong & ((value < 0) | ~np.isfinite(value))
+        values[name] = value
+    ts = values["timestamp"]
+    low, high = time_range
+    with np.errstate(invalid="ignore"):
+        outside = ~((ts >= low) & (ts <= high))
+    reason = np.zeros(n, np.int8)
+    for code, flags in ((5, outside), (4, negative), (3, wrong), (2, missing)):
+        reason[flags] = code
+    if malformed is not None:
+        reason[malformed] = 1
+    return Validated(reason, values)
+
+
+def _raw_json(columns: dict[str, pa.Array], rows: np.ndarray) -> list[str]:
+    taken = {f: (c.take(pa.array(rows)).to_pylist()) for f, c in columns.items()}
+    return [json.dumps({f: taken[f][k] for f in taken}) for k in range(len(rows))]
+
+
+def validate_text(table: pa.Table | pa.RecordBatch, kind: str, time_range: tuple[float, float]) -> pa.RecordBatch:
+    """Streaming rows (all-text native columns, ``_corrupt_record``, ``source``) -> rows with
+    ``reason``, ``raw`` (rejected rows) and typed values, as :mod:`.watch` reads them."""
+    names = fields_of(kind)
+    columns = {f: table.column(f) for f in names}
+    corrupt = table.column("_corrupt_record")
+    checked = validate(columns, kind, time_range, pc.is_valid(corrupt).to_numpy(zero_copy_only=False))
+    rejected = np.flatnonzero(checked.reason)
+    raw = np.full(table.num_rows, None, object)
+    raw[rejected] = _raw_json(columns, rejected)
+    corrupt_text = corrupt.to_numpy(zero_copy_only=False)
+    is_corrupt = checked.reason == 1
+    raw[is_corrupt] = corrupt_text[is_corrupt]
+    out = {"source": table.column("source"), "kind": pa.array([kind] * table.num_rows, pa.string()),
+           "reason": pa.array(np.array(_ROW_REASONS, object)[checked.reason], pa.string())}
+    out.update({f: checked.values[f] for f in names})
+    out["raw"] = pa.array(raw, pa.string())
+    return pa.RecordBatch.from_pydict(out)
+
+
+# --------------------------------------------------------------------------- packing
+def _batch(rows: dict[str, object], n: int) -> pa.RecordBatch:
+    """A RecordBatch of :data:`BLOCK` with the given columns (the rest null)."""
+    arrays = []
+    for field in BLOCK:
+        value = rows.get(field.name)
+        if value is None:
+            arrays.append(pa.nulls(n, field.type))
+        elif isinstance(value, (pa.Array, pa.ChunkedArray)):
+            arrays.append(value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value)
+        elif isinstance(value, np.ndarray):
+            arrays.append(pa.array(value, field.type))
+        else:
+            arrays.append(pa.array([value] * n, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=BLOCK)
+
+
+def _list(values: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, pa.float64()))
+
+
+def pack(validated: Validated, kind: str, source: str) -> pa.RecordBatch:
+    """Accepted rows of a batch -> one block per pair (traffic) or task and operator (load)."""
+    good = np.flatnonzero(validated.reason == 0)
+    v = validated.values
+    topo_codes = pc.dictionary_encode(v["topology"].take(pa.array(good)))
+    codes = topo_codes.indices.to_numpy(zero_copy_only=False)
+    if kind == "traffic":
+        a, b = v["src_task"][good], v["dst_task"][good]
+        v1, v2 = v["tuples"][good], v["bytes"][good]
+        second = b
+    else:
+        a, b = v["task"][good], None
+        v1, v2 = v["load"][good], None
+        op_codes = pc.dictionary_encode(v["operator"].take(pa.array(good)))
+        second = op_codes.indices.to_numpy(zero_copy_only=False)
+    ts = v["timestamp"][good]
+    order = np.lexsort((ts, second, a, codes))
+    keys = np.stack([codes[order], a[order], second[order]])
+    starts = np.flatnonzero(np.r_[True, np.any(keys[:, 1:] != keys[:, :-1], axis=0)]) if good.size else np.zeros(0, int)
+    offsets = np.r_[starts, good.size]
+    first = order[starts]
+    rows = {
+        "part": "block", "kind": kind, "source": source, "checked": True,
+        "topology": topo_codes.dictionary.take(pa.array(codes[first])),
+        "a": a[first], "rows": np.diff(offsets),
+        "ts": _list(ts[order], offsets), "v1": _list(v1[order], offsets),
+    }
+    if kind == "traffic":
+        rows["b"], rows["v2"] = b[first], _list(v2[order], offsets)
+    else:
+        rows["operator"] = op_codes.dictionary.take(pa.array(second[first]))
+    return _batch(rows, len(starts))
+
+
+def _rejected(kind: str, source: str, raw: list[str], reasons: list[str], bucket: int) -> pa.RecordBatch:
+    n = len(raw)
+    return _batch({"part": "rejected", "kind": kind, "source": source, "topology": source, "a": bucket,
+                   "raw": pa.array(raw, pa.string()), "reason": pa.array(reasons, pa.string())}, n)
+
+
+def _count(kind: str, source: str, reason: str, rows: int) -> pa.RecordBatch:
+    return _batch({"part": "count", "kind": kind, "source": source, "topology": source, "reason": reason,
+                   "rows": np.array([rows])}, 1)
+
+
+def read_blocks(path: str, kind: str, time_range: tuple[float, float]) -> Iterator[pa.RecordBatch]:
+    """One native file -> blocks of accepted rows, its rejected rows and its count of records."""
+    read = 0
+    for number, (columns, malformed) in enumerate(read_file(Path(path), kind)):
+        checked = validate(columns, kind, time_range)
+        bad = np.flatnonzero(checked.reason)
+        read += len(checked.reason) + len(malformed)
+        if len(checked.reason) > len(bad):
+            yield pack(checked, kind, path)
+        if bad.size or malformed:
+            raw = malformed + _raw_json(columns, bad)
+            reasons = [MALFORMED] * len(malformed) + [_ROW_REASONS[c] for c in checked.reason[bad]]
+            yield _rejected(kind, path, raw, reasons, number)
+    yield _count(kind, path, "read", read)
+
+
+# --------------------------------------------------------------------------- merging
+def _flat(column: pa.ChunkedArray) -> np.ndarray:
+    return pc.list_flatten(column).to_numpy(zero_copy_only=False)
+
+
+def merge_group(table: pa.Table, checks: Checks, declared: dict[str, set[int]] | None) -> pa.Table:
+    """All blocks of one pair (traffic) or task (load) -> its summary and its rejected rows
+    (``unknown_task``, ``duplicate``); rejected and count rows pass through.
+
+    Summary: ``rows`` = accepted rows that were still to check (the others were counted by
+    their reader); ``last`` = the latest accepted timestamp up to the window end; the accepted
+    rows of the last ``window_s`` before ``last`` (sliding window: the window ending at the
+    topology's end >= ``last`` holds no earlier row), or with a half-life h the sums
+    ``ew1 = sum v1 * 2^-(last - t)/h``, ``ew2`` (bytes), ``ewn = sum 2^-(last - t)/h``, which
+    the end rescales by ``2^-(end - last)/h`` (:func:`.ingest.window_rates`)."""
+    part = table.column("part")[0].as_py()
+    if part != "block":
+        return table
+    kind = table.column("kind")[0].as_py()
+    topology = table.column("topology")[0].as_py()
+    a = table.column("a")[0].as_py()
+    b = table.column("b")[0].as_py()
+    lengths = pc.list_value_length(table.column("ts")).to_numpy(zero_copy_only=False)
+    ts, v1 = _flat(table.column("ts")), _flat(table.column("v1"))
+    v2 = _flat(table.column("v2")) if kind == "traffic" else np.zeros(ts.size)
+    checked = np.repeat(table.column("checked").to_numpy(zero_copy_only=False), lengths)
+    source = np.repeat(np.asarray(table.column("source").to_pylist(), object), lengths)
+    operator = np.repeat(np.asarray(table.column("operator").to_pylist(), object), lengths)
+    reason = np.full(ts.size, None, object)
+    known = declared.get(topology) if declared else None
+    if kind == "traffic" and known is not None and (a not in known or b not in known):
+        reason[checked] = UNKNOWN_TASK
+    candidates = np.flatnonzero(checked & np.equal(reason, None))
+    if candidates.size > 1:
+        op = (np.unique(operator[candidates].astype(str), return_inverse=True)[1] if kind == "load"
+              else np.zeros(candidates.size, np.int64))
+        sort = np.lexsort((v2[candidates], v1[candidates], ts[candidates], op))
+        order, op_sorted = candidates[sort], op[sort]
+        same = (ts[order][1:] == ts[order][:-1]) & (op_sorted[1:] == op_sorted[:-1])
+        reason[order[1:][same]] = DUPLICATE
+    accepted = np.equal(reason, None)
+    counted = int(np.count_nonzero(accepted & checked))
+    keep = accepted & (ts <= checks.end) if checks.end is not None else accepted
+    summary: dict[str, object] = {"part": "summary", "kind": kind, "topology": topology, "a": a, "b": b,
+                                  "rows": np.array([counted])}
+    if kind == "load":
+        names = sorted(set(operator[accepted].astype(str)))
+        summary["operator"] = names[0] if names else None
+    if keep.any():
+        last = float(ts[keep].max())
+        summary["last"] = last
+        if checks.half_life_s is None:
+            tail = keep & (ts > last - checks.window_s)
+            summary["ts"] = pa.array([ts[tail].tolist()], pa.list_(pa.float64()))
+            summary["v1"] = pa.array([v1[tail].tolist()], pa.list_(pa.float64()))
+            summary["v2"] = pa.array([v2[tail].tolist()], pa.list_(pa.float64()))
+        else:
+            w = np.exp2(-(last - ts[keep]) / checks.half_life_s)
+            summary["ew1"], summary["ew2"] = float(v1[keep] @ w), float(v2[keep] @ w)
+            summary["ewn"] = float(w.sum())
+    out = [_batch(summary, 1)]
+    bad = np.flatnonzero(~accepted)
+    if bad.size:
+        fields = ("timestamp", "topology", "src_task", "dst_task", "tuples", "bytes") if kind == "traffic" else (
+            "timestamp", "topology", "task", "operator", "load")
+        raw = []
+        for k in bad:
+            record = {"timestamp": float(ts[k]), "topology": topology}
+            if kind == "traffic":
+                record.update(src_task=a, dst_task=b, tuples=float(v1[k]), bytes=float(v2[k]))
+            else:
+                record.update(task=a, operator=operator[k], load=float(v1[k]))
+            raw.append(json.dumps({f: record[f] for f in fields}))
+        out.append(_batch({"part": "rejected", "kind": kind, "source": pa.array(source[bad].tolist(), pa.string()),
+                           "raw": pa.array(raw, pa.string()),
+                           "reason": pa.array(reason[bad].tolist(), pa.string())}, bad.size))
+    return pa.Table.from_batches(out, schema=BLOCK)
+
