@@ -136,10 +136,11 @@ def test_generated_metrics_round_trip_exactly(spark_small, tmp_path):
 
 def _block(kind: str, a: int, b: int | None, ts: list[float], v1: list[float]) -> pa.RecordBatch:
     fields = {"part": ["block"], "kind": [kind], "topology": ["t"], "a": [a], "b": [b], "checked": [True],
-              "operator": [None if kind == "traffic" else "op"], "source": ["f"], "ts": [ts], "v1": [v1],
-              "v2": [[0.0] * len(ts)] if kind == "traffic" else [None], "rows": [len(ts)]}
-    return pa.RecordBatch.from_pydict({f.name: pa.array(fields.get(f.name, [None]), f.type) for f in native.BLOCK},
-                                      schema=native.BLOCK)
+              "operator": [None if kind == "traffic" else "op"], "source": ["f"], "rows": [len(ts)]}
+    arrays = [native.blobs(np.asarray(v, float), [0, len(ts)]) for v in (ts, v1, [0.0] * len(ts))]
+    columns = {f.name: pa.array(fields.get(f.name, [None]), f.type) for f in native.BLOCK}
+    columns.update(zip(("ts", "v1", "v2"), arrays))
+    return pa.RecordBatch.from_pydict(columns, schema=native.BLOCK)
 
 
 def test_exponential_weighting_matches_hand_formula():

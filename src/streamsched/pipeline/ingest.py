@@ -82,22 +82,20 @@ def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.
 
 
 def _blocks(df: DataFrame, kind: str, checked: bool) -> DataFrame:
-    """Accepted traffic / load rows of a Spark source -> blocks per pair (or task) and file."""
+    """Accepted traffic / load rows of a Spark source -> blocks (:func:`.native.pack_frame`)."""
     if kind == "traffic":
-        key = {"a": F.col("src_task"), "b": F.col("dst_task"), "operator": F.lit(None).cast("string")}
-        values = F.struct("timestamp", F.col("tuples").alias("v1"), F.col("bytes").alias("v2"))
+        values = [F.col("src_task").alias("a"), F.col("dst_task").alias("b"), F.col("tuples").alias("v1"),
+                  F.col("bytes").alias("v2")]
     else:
-        key = {"a": F.col("task"), "b": F.lit(None).cast("bigint"), "operator": F.col("operator")}
-        values = F.struct("timestamp", F.col("load").alias("v1"), F.lit(0.0).alias("v2"))
+        values = [F.col("task").alias("a"), "operator", F.col("load").alias("v1")]
     source = F.col("source") if "source" in df.columns else F.lit(None).cast("string")
-    grouped = df.select("topology", source.alias("source"), values.alias("s"), *[c.alias(k) for k, c in key.items()]) \
-        .groupBy("topology", "a", "b", "operator", "source").agg(
-            F.collect_list("s").alias("s"), F.count(F.lit(1)).alias("rows"))
-    v2 = F.expr("transform(s, x -> x.v2)") if kind == "traffic" else F.lit(None)
-    return _frame(grouped, part=F.lit("block"), kind=F.lit(kind), topology=F.col("topology"), a=F.col("a"),
-                  b=F.col("b"), operator=F.col("operator"), source=F.col("source"), checked=F.lit(checked),
-                  ts=F.expr("transform(s, x -> x.timestamp)"), v1=F.expr("transform(s, x -> x.v1)"), v2=v2,
-                  rows=F.col("rows"))
+    rows = df.select(F.col("timestamp").cast("double"), "topology", source.alias("source"), *values)
+
+    def pack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield native.pack_frame(batch, kind, checked)
+
+    return rows.mapInArrow(pack, BLOCK)
 
 
 def _records(records: DataFrame, counted: bool) -> list[DataFrame]:
@@ -146,16 +144,12 @@ def window_rates(summaries: pa.Table, window: Window) -> tuple[dict[str, float],
             ends[t] = float(mine.max())
     end = np.array([ends.get(t, np.nan) for t in topo])
     if window.half_life_s is None:
-        lengths = pc.list_value_length(summaries.column("ts")).to_numpy(zero_copy_only=False)
-        lengths = np.nan_to_num(lengths.astype(float)).astype(np.int64)
+        ts, lengths = native.floats(summaries.column("ts"))
         group = np.repeat(np.arange(len(topo)), lengths)
-        ts = pc.list_flatten(summaries.column("ts")).to_numpy(zero_copy_only=False)
         inside = (ts > end[group] - window.seconds) & (ts <= end[group])
         n = np.bincount(group[inside], minlength=len(topo))
-        v1 = np.bincount(group[inside], pc.list_flatten(summaries.column("v1")).to_numpy(zero_copy_only=False)[inside],
-                         minlength=len(topo))
-        v2 = np.bincount(group[inside], pc.list_flatten(summaries.column("v2")).to_numpy(zero_copy_only=False)[inside],
-                         minlength=len(topo))
+        v1 = np.bincount(group[inside], native.floats(summaries.column("v1"))[0][inside], minlength=len(topo))
+        v2 = np.bincount(group[inside], native.floats(summaries.column("v2"))[0][inside], minlength=len(topo))
         rate, bytes_rate, load = v1 / window.seconds, v2 / window.seconds, v1 / np.maximum(n, 1)
         has = n > 0
     else:

@@ -59,7 +59,7 @@ BLOCK = pa.schema([
     ("b", pa.int64()),            # dst_task
     ("operator", pa.string()), ("source", pa.string()),
     ("checked", pa.bool_()),      # still to check for duplicates and unknown tasks
-    ("ts", pa.list_(pa.float64())), ("v1", pa.list_(pa.float64())), ("v2", pa.list_(pa.float64())),
+    ("ts", pa.binary()), ("v1", pa.binary()), ("v2", pa.binary()),  # packed doubles: see blobs()
     ("raw", pa.string()), ("reason", pa.string()),
     ("rows", pa.int64()),         # rows in a block / records counted / accepted rows of a summary
     ("last", pa.float64()),       # summary: latest accepted timestamp (up to the window end)
@@ -176,19 +176,41 @@ def read_file(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list
 
 
 # --------------------------------------------------------------------------- row checks
+def _parse_text(text: pa.Array, integer: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, missing, ok) of text: trimmed, empty = missing, numbers by regular expression."""
+    text = pc.utf8_trim_whitespace(text)
+    missing = pc.fill_null(pc.equal(text, ""), True)
+    ok = pc.fill_null(pc.match_substring_regex(text, _INTEGER if integer else _FLOAT), False)
+    values = pc.cast(pc.if_else(ok, text, pa.scalar(None, pa.string())), pa.int64() if integer else pa.float64())
+    return (pc.fill_null(values, 0).to_numpy(zero_copy_only=False), missing.to_numpy(zero_copy_only=False),
+            ok.to_numpy(zero_copy_only=False))
+
+
 def _number(column: pa.Array | None, n: int, integer: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(values, missing, wrong type) of a column as text or numbers; absent column = missing."""
+    """(values, missing, wrong type) of a column as text or numbers; absent column = missing.
+
+    Text in the common shape (digits, and for decimals at most one point) is cast directly;
+    only the other rows go through :func:`_parse_text`."""
     dtype = np.int64 if integer else np.float64
     if column is None:
         return np.zeros(n, dtype), np.ones(n, bool), np.zeros(n, bool)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        text = pc.utf8_trim_whitespace(column)
-        missing = pc.fill_null(pc.equal(text, ""), True)
-        ok = pc.fill_null(pc.match_substring_regex(text, _INTEGER if integer else _FLOAT), False)
-        values = pc.cast(pc.if_else(ok, text, pa.scalar(None, pa.string())), pa.int64() if integer else pa.float64())
-    elif pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        digits = column if integer else pc.replace_substring(column, ".", "", max_replacements=1)
+        plain = pc.fill_null(pc.ascii_is_decimal(digits), False)
+        if integer:
+            plain = pc.and_(plain, pc.less_equal(pc.utf8_length(column), 18))
+        plain = plain.to_numpy(zero_copy_only=False)
+        values, missing, ok = np.zeros(n, dtype), np.zeros(n, bool), plain.copy()
+        if plain.any():
+            values[plain] = pc.cast(column.filter(pa.array(plain)), pa.int64() if integer else pa.float64()).to_numpy(
+                zero_copy_only=False)
+        rest = np.flatnonzero(~plain)
+        if rest.size:
+            values[rest], missing[rest], ok[rest] = _parse_text(column.take(pa.array(rest)), integer)
+        return values, missing, ~missing & ~ok
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
         missing = pc.is_null(column)
         values = pc.cast(column, pa.float64())
         ok = pc.fill_null(pc.is_finite(values), False) if integer else pc.invert(missing)
@@ -308,42 +330,105 @@ def _batch(rows: dict[str, object], n: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=BLOCK)
 
 
-def _list(values: np.ndarray, offsets: np.ndarray) -> pa.Array:
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, pa.float64()))
+def blobs(values: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    """Float64 ``values`` cut at ``offsets`` -> one binary value (packed little-endian doubles) per
+    piece: Spark moves a binary value with one copy, a list of doubles element by element."""
+    data = pa.py_buffer(np.ascontiguousarray(values, "<f8").tobytes())
+    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
+                                 [None, pa.py_buffer((np.asarray(offsets) * 8).astype(np.int32)), data])
 
 
-def pack(validated: Validated, kind: str, source: str) -> pa.RecordBatch:
-    """Accepted rows of a batch -> one block per pair (traffic) or task and operator (load)."""
-    good = np.flatnonzero(validated.reason == 0)
-    v = validated.values
-    topo_codes = pc.dictionary_encode(v["topology"].take(pa.array(good)))
-    codes = topo_codes.indices.to_numpy(zero_copy_only=False)
+def floats(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A column of :func:`blobs` -> (all the doubles, how many each value holds); null = none."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+    n = len(column)
+    if n == 0:
+        return np.zeros(0), np.zeros(0, np.int64)
+    width = np.int64 if pa.types.is_large_binary(column.type) else np.int32
+    offsets = np.frombuffer(column.buffers()[1], width, count=n + 1, offset=column.offset * np.dtype(width).itemsize)
+    data = column.buffers()[2]
+    size = int(offsets[-1] - offsets[0]) // 8
+    values = np.frombuffer(data, "<f8", count=size, offset=int(offsets[0])) if size else np.zeros(0)
+    return values, np.diff(offsets).astype(np.int64) // 8
+
+
+def _group_order(*keys: np.ndarray) -> np.ndarray:
+    """A stable order that puts equal key tuples together: one int64 sort key when the ranges
+    allow it, else a lexicographic sort."""
+    if keys[0].size == 0:
+        return np.zeros(0, np.int64)
+    combined = np.zeros(keys[0].size, np.int64)
+    span = 1
+    for key in keys:
+        low, high = int(key.min()), int(key.max())
+        span *= high - low + 1
+        if span >= 1 << 62:
+            return np.lexsort(keys[::-1])
+        combined = combined * (high - low + 1) + (key - low)
+    return np.argsort(combined, kind="stable")
+
+
+def pack(rows: dict[str, object], kind: str, checked: bool = True) -> pa.RecordBatch:
+    """Accepted rows -> one block per source and pair (traffic) or task and operator (load).
+
+    ``rows``: ``timestamp``, ``a`` (src_task | task), ``b`` (dst_task) or ``operator``, ``v1``
+    (tuples | load), ``v2`` (bytes) as numpy arrays; ``topology``, ``operator`` and ``source``
+    as Arrow strings (``source`` may also be one string)."""
+    ts, a, v1 = rows["timestamp"], rows["a"], rows["v1"]
+    n = len(ts)
+    topo = pc.dictionary_encode(rows["topology"])
+    source = rows["source"]
+    source = pc.dictionary_encode(pc.fill_null(source, "")) if not isinstance(source, str) else None
+    codes = [topo.indices.to_numpy(zero_copy_only=False),
+             source.indices.to_numpy(zero_copy_only=False) if source is not None else np.zeros(n, np.int64), a]
     if kind == "traffic":
-        a, b = v["src_task"][good], v["dst_task"][good]
-        v1, v2 = v["tuples"][good], v["bytes"][good]
-        second = b
+        codes.append(rows["b"])
     else:
-        a, b = v["task"][good], None
-        v1, v2 = v["load"][good], None
-        op_codes = pc.dictionary_encode(v["operator"].take(pa.array(good)))
-        second = op_codes.indices.to_numpy(zero_copy_only=False)
-    ts = v["timestamp"][good]
-    order = np.lexsort((ts, second, a, codes))
-    keys = np.stack([codes[order], a[order], second[order]])
-    starts = np.flatnonzero(np.r_[True, np.any(keys[:, 1:] != keys[:, :-1], axis=0)]) if good.size else np.zeros(0, int)
-    offsets = np.r_[starts, good.size]
+        operator = pc.dictionary_encode(rows["operator"])
+        codes.append(operator.indices.to_numpy(zero_copy_only=False))
+    order = _group_order(*codes)
+    keys = np.stack([c[order] for c in codes])
+    starts = np.flatnonzero(np.r_[True, np.any(keys[:, 1:] != keys[:, :-1], axis=0)]) if n else np.zeros(0, int)
+    offsets = np.r_[starts, n]
     first = order[starts]
-    rows = {
-        "part": "block", "kind": kind, "source": source, "checked": True,
-        "topology": topo_codes.dictionary.take(pa.array(codes[first])),
-        "a": a[first], "rows": np.diff(offsets),
-        "ts": _list(ts[order], offsets), "v1": _list(v1[order], offsets),
+    names = source.dictionary.take(pa.array(codes[1][first])) if source is not None else rows["source"]
+    out: dict[str, object] = {
+        "part": "block", "kind": kind, "checked": checked,
+        "topology": topo.dictionary.take(pa.array(codes[0][first])),
+        "source": pc.if_else(pc.equal(names, ""), pa.scalar(None, pa.string()), names) if source is not None else names,
+        "a": a[first], "rows": np.diff(offsets), "ts": blobs(ts[order], offsets), "v1": blobs(v1[order], offsets),
     }
     if kind == "traffic":
-        rows["b"], rows["v2"] = b[first], _list(v2[order], offsets)
+        out["b"], out["v2"] = rows["b"][first], blobs(rows["v2"][order], offsets)
     else:
-        rows["operator"] = op_codes.dictionary.take(pa.array(second[first]))
-    return _batch(rows, len(starts))
+        out["operator"] = operator.dictionary.take(pa.array(codes[3][first]))
+    return _batch(out, len(starts))
+
+
+def pack_checked(validated: Validated, kind: str, source: str) -> pa.RecordBatch:
+    """The accepted rows of a checked native batch -> :func:`pack`."""
+    good = np.flatnonzero(validated.reason == 0)
+    v = validated.values
+    taken = pa.array(good)
+    if kind == "traffic":
+        rows = {"a": v["src_task"][good], "b": v["dst_task"][good], "v1": v["tuples"][good], "v2": v["bytes"][good]}
+    else:
+        rows = {"a": v["task"][good], "operator": v["operator"].take(taken), "v1": v["load"][good]}
+    rows.update(timestamp=v["timestamp"][good], topology=v["topology"].take(taken), source=source)
+    return pack(rows, kind)
+
+
+def pack_frame(batch: pa.RecordBatch, kind: str, checked: bool) -> pa.RecordBatch:
+    """Accepted rows from a Spark source (columns timestamp, topology, a, b | operator, v1, v2,
+    source) -> :func:`pack`."""
+    rows: dict[str, object] = {c: batch.column(c) for c in ("topology", "source")}
+    for c in ("timestamp", "a", "b", "v1", "v2"):
+        if c in batch.schema.names:
+            rows[c] = batch.column(c).to_numpy(zero_copy_only=False)
+    if kind == "load":
+        rows["operator"] = batch.column("operator")
+    return pack(rows, kind, checked)
 
 
 def _rejected(kind: str, source: str, raw: list[str], reasons: list[str], bucket: int) -> pa.RecordBatch:
@@ -365,7 +450,7 @@ def read_blocks(path: str, kind: str, time_range: tuple[float, float]) -> Iterat
         bad = np.flatnonzero(checked.reason)
         read += len(checked.reason) + len(malformed)
         if len(checked.reason) > len(bad):
-            yield pack(checked, kind, path)
+            yield pack_checked(checked, kind, path)
         if bad.size or malformed:
             raw = malformed + _raw_json(columns, bad)
             reasons = [MALFORMED] * len(malformed) + [_ROW_REASONS[c] for c in checked.reason[bad]]
@@ -374,8 +459,20 @@ def read_blocks(path: str, kind: str, time_range: tuple[float, float]) -> Iterat
 
 
 # --------------------------------------------------------------------------- merging
-def _flat(column: pa.ChunkedArray) -> np.ndarray:
-    return pc.list_flatten(column).to_numpy(zero_copy_only=False)
+_UNKNOWN, _DUPLICATE = 1, 2
+
+
+def _duplicates(ts: np.ndarray, v1: np.ndarray, v2: np.ndarray, op: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Of ``rows``, the ones repeating an (operator, timestamp) of another: all but the copy
+    with the smallest (v1, v2). Sorted by time first; only tied rows are sorted by value."""
+    order = rows[np.lexsort((ts[rows], op[rows]))]
+    tie = (ts[order][1:] == ts[order][:-1]) & (op[order][1:] == op[order][:-1])
+    if not tie.any():
+        return np.zeros(0, np.int64)
+    tied = np.unique(np.r_[order[1:][tie], order[:-1][tie]])
+    order = tied[np.lexsort((v2[tied], v1[tied], ts[tied], op[tied]))]
+    same = (ts[order][1:] == ts[order][:-1]) & (op[order][1:] == op[order][:-1])
+    return order[1:][same]
 
 
 def merge_group(table: pa.Table, checks: Checks, declared: dict[str, set[int]] | None) -> pa.Table:
@@ -388,66 +485,57 @@ def merge_group(table: pa.Table, checks: Checks, declared: dict[str, set[int]] |
     topology's end >= ``last`` holds no earlier row), or with a half-life h the sums
     ``ew1 = sum v1 * 2^-(last - t)/h``, ``ew2`` (bytes), ``ewn = sum 2^-(last - t)/h``, which
     the end rescales by ``2^-(end - last)/h`` (:func:`.ingest.window_rates`)."""
-    part = table.column("part")[0].as_py()
-    if part != "block":
+    if table.column("part")[0].as_py() != "block":
         return table
     kind = table.column("kind")[0].as_py()
     topology = table.column("topology")[0].as_py()
-    a = table.column("a")[0].as_py()
-    b = table.column("b")[0].as_py()
-    lengths = pc.list_value_length(table.column("ts")).to_numpy(zero_copy_only=False)
-    ts, v1 = _flat(table.column("ts")), _flat(table.column("v1"))
-    v2 = _flat(table.column("v2")) if kind == "traffic" else np.zeros(ts.size)
-    checked = np.repeat(table.column("checked").to_numpy(zero_copy_only=False), lengths)
-    source = np.repeat(np.asarray(table.column("source").to_pylist(), object), lengths)
-    operator = np.repeat(np.asarray(table.column("operator").to_pylist(), object), lengths)
-    reason = np.full(ts.size, None, object)
+    a, b = table.column("a")[0].as_py(), table.column("b")[0].as_py()
+    ts, lengths = floats(table.column("ts"))
+    v1 = floats(table.column("v1"))[0]
+    v2 = floats(table.column("v2"))[0] if kind == "traffic" else np.zeros(ts.size)
+    block_of = np.repeat(np.arange(table.num_rows), lengths)
+    checked = table.column("checked").to_numpy(zero_copy_only=False)[block_of]
+    operators = table.column("operator").to_pylist()
+    op = np.unique([str(o) for o in operators], return_inverse=True)[1][block_of]
+    reason = np.zeros(ts.size, np.int8)
     known = declared.get(topology) if declared else None
     if kind == "traffic" and known is not None and (a not in known or b not in known):
-        reason[checked] = UNKNOWN_TASK
-    candidates = np.flatnonzero(checked & np.equal(reason, None))
+        reason[checked] = _UNKNOWN
+    candidates = np.flatnonzero(checked & (reason == 0))
     if candidates.size > 1:
-        op = (np.unique(operator[candidates].astype(str), return_inverse=True)[1] if kind == "load"
-              else np.zeros(candidates.size, np.int64))
-        sort = np.lexsort((v2[candidates], v1[candidates], ts[candidates], op))
-        order, op_sorted = candidates[sort], op[sort]
-        same = (ts[order][1:] == ts[order][:-1]) & (op_sorted[1:] == op_sorted[:-1])
-        reason[order[1:][same]] = DUPLICATE
-    accepted = np.equal(reason, None)
-    counted = int(np.count_nonzero(accepted & checked))
+        reason[_duplicates(ts, v1, v2, op, candidates)] = _DUPLICATE
+    accepted = reason == 0
     keep = accepted & (ts <= checks.end) if checks.end is not None else accepted
     summary: dict[str, object] = {"part": "summary", "kind": kind, "topology": topology, "a": a, "b": b,
-                                  "rows": np.array([counted])}
+                                  "rows": np.array([np.count_nonzero(accepted & checked)])}
     if kind == "load":
-        names = sorted(set(operator[accepted].astype(str)))
-        summary["operator"] = names[0] if names else None
+        used = np.unique(block_of[accepted])
+        summary["operator"] = min(operators[k] for k in used) if used.size else None
     if keep.any():
         last = float(ts[keep].max())
         summary["last"] = last
         if checks.half_life_s is None:
             tail = keep & (ts > last - checks.window_s)
-            summary["ts"] = pa.array([ts[tail].tolist()], pa.list_(pa.float64()))
-            summary["v1"] = pa.array([v1[tail].tolist()], pa.list_(pa.float64()))
-            summary["v2"] = pa.array([v2[tail].tolist()], pa.list_(pa.float64()))
+            cut = np.array([0, np.count_nonzero(tail)])
+            summary.update(ts=blobs(ts[tail], cut), v1=blobs(v1[tail], cut), v2=blobs(v2[tail], cut))
         else:
             w = np.exp2(-(last - ts[keep]) / checks.half_life_s)
-            summary["ew1"], summary["ew2"] = float(v1[keep] @ w), float(v2[keep] @ w)
-            summary["ewn"] = float(w.sum())
+            summary.update(ew1=float(v1[keep] @ w), ew2=float(v2[keep] @ w), ewn=float(w.sum()))
     out = [_batch(summary, 1)]
     bad = np.flatnonzero(~accepted)
     if bad.size:
-        fields = ("timestamp", "topology", "src_task", "dst_task", "tuples", "bytes") if kind == "traffic" else (
-            "timestamp", "topology", "task", "operator", "load")
+        sources = table.column("source").to_pylist()
         raw = []
         for k in bad:
-            record = {"timestamp": float(ts[k]), "topology": topology}
             if kind == "traffic":
-                record.update(src_task=a, dst_task=b, tuples=float(v1[k]), bytes=float(v2[k]))
+                record = {"timestamp": float(ts[k]), "topology": topology, "src_task": a, "dst_task": b,
+                          "tuples": float(v1[k]), "bytes": float(v2[k])}
             else:
-                record.update(task=a, operator=operator[k], load=float(v1[k]))
-            raw.append(json.dumps({f: record[f] for f in fields}))
-        out.append(_batch({"part": "rejected", "kind": kind, "source": pa.array(source[bad].tolist(), pa.string()),
-                           "raw": pa.array(raw, pa.string()),
-                           "reason": pa.array(reason[bad].tolist(), pa.string())}, bad.size))
+                record = {"timestamp": float(ts[k]), "topology": topology, "task": a,
+                          "operator": operators[block_of[k]], "load": float(v1[k])}
+            raw.append(json.dumps(record))
+        out.append(_batch({"part": "rejected", "kind": kind, "raw": pa.array(raw, pa.string()),
+                           "source": pa.array([sources[block_of[k]] for k in bad], pa.string()),
+                           "reason": pa.array([(UNKNOWN_TASK, DUPLICATE)[reason[k] - 1] for k in bad], pa.string())},
+                          bad.size))
     return pa.Table.from_batches(out, schema=BLOCK)
-

@@ -37,7 +37,6 @@ def repair(graph: TaskGraph, cluster: Cluster, node_name_of: dict[int, str],
     that changed node (new tasks count as moved).
     """
     worker_of_task = worker_of_task or {}
-    n = graph.n_tasks
     node_of = np.array([cluster.index.get(node_name_of.get(int(t), ""), -1) for t in graph.task_ids], dtype=np.int64)
     room = remaining_capacity(cluster)
     sym = graph.undirected

@@ -1,15 +1,15 @@
-"""Readers of monitoring data into the normalised schemas of :mod:`.schema`.
+"""Spark readers of the foreign monitoring formats into the normalised schemas of :mod:`.schema`.
 
 Every reader returns a :class:`Records`: one row per input record with the record's ``reason``
 (None = accepted) for the run report and the quarantine, plus the accepted rows normalised into
 traffic and load samples and the tasks the source declares (task -> operator). Row-level checks
-(types, missing fields, negative counts, timestamp range) happen here; cross-row checks
-(duplicates, unknown tasks) in :mod:`.ingest`.
+(types, missing fields, negative counts, timestamp range) happen here; duplicates of Aniello
+traffic rows and unknown tasks are found when :mod:`.ingest` merges them with the rest.
 
 Sources, chosen by file name (or forced with ``fmt``):
 
 - ``traffic*.{csv,jsonl,json,parquet}`` / ``load*.{...}``: our native format (columns of
-  :data:`.schema.TRAFFIC` / :data:`.schema.LOAD`);
+  :data:`.schema.TRAFFIC` / :data:`.schema.LOAD`), read by :mod:`.native` (pyarrow), not here;
 - ``*.log``: Storm ``LoggingMetricsConsumer`` worker logs (per-pair rates estimated, see
   :func:`read_storm_log`);
 - ``sendgraph*.json``: Fischer's cumulative sendgraph snapshots (deltas, restarts);
@@ -48,8 +48,8 @@ class Options:
 @dataclass
 class Records:
     """``records``: source, kind, raw, reason (one row per input record), plus the parsed values
-    for the native and Aniello readers, whose cross-row checks happen in ingest. The other frames
-    hold accepted rows only, normalised."""
+    for the Aniello readers, whose accepted rows ingest packs itself. The other frames hold
+    accepted rows only, normalised."""
 
     records: DataFrame
     traffic: DataFrame | None = None
@@ -119,77 +119,8 @@ def _bad_count(value: Column) -> Column:
     return (value < 0) | F.isnan(value) | (F.abs(value) == float("inf"))
 
 
-def _read_text_table(spark: SparkSession, files: list[Path], schema: T.StructType) -> DataFrame:
-    """Files of one native suffix as all-string columns + ``_corrupt_record`` + ``source``."""
-    suffix = files[0].suffix.lower()
-    names = [str(f) for f in files]
-    text = S.as_text(schema)
-    if suffix == ".parquet":
-        df = spark.read.parquet(*names)
-        missing = [f.name for f in schema.fields if f.name not in df.columns]
-        if missing:
-            raise InputError(f"{files[0]}: missing column {missing[0]!r} (have {', '.join(df.columns)})")
-        df = df.select(*[F.col(f.name).cast("string").alias(f.name) for f in schema.fields])
-        df = df.withColumn("_corrupt_record", F.lit(None).cast("string"))
-    else:
-        with_corrupt = T.StructType(text.fields + [T.StructField("_corrupt_record", T.StringType())])
-        reader = spark.read.schema(with_corrupt).option("mode", "PERMISSIVE").option(
-            "columnNameOfCorruptRecord", "_corrupt_record")
-        if suffix == ".csv":
-            df = reader.option("header", True).option("enforceSchema", False).csv(names)
-        else:
-            df = reader.json(names)
-    return df.withColumn("source", F.input_file_name())
-
-
 def _raw(df: DataFrame, fields: list[str]) -> Column:
     return F.coalesce(F.col("_corrupt_record"), F.to_json(F.struct(*[F.col(f) for f in fields])))
-
-
-# --------------------------------------------------------------------------- native
-def read_native(spark: SparkSession, files: list[Path], kind: str, options: Options) -> Records:
-    """Our own traffic / load files (CSV with header, JSON lines, Parquet)."""
-    schema = S.TRAFFIC if kind == "traffic" else S.LOAD
-    frames = []
-    for suffix in sorted({f.suffix.lower() for f in files}):
-        frames.append(_read_text_table(spark, [f for f in files if f.suffix.lower() == suffix], schema))
-    return Records(records=validate_native(reduce(DataFrame.unionByName, frames), kind, options))
-
-
-def validate_native(df: DataFrame, kind: str, options: Options) -> DataFrame:
-    """All-string native rows (+ ``_corrupt_record``, ``source``) -> typed rows with ``reason``
-    (batch or streaming frames alike)."""
-    schema = S.TRAFFIC if kind == "traffic" else S.LOAD
-    ts, ts_missing, ts_wrong = _typed("timestamp", "double")
-    checks = [(F.col("_corrupt_record").isNotNull(), S.MALFORMED)]
-    values: dict[str, Column] = {"timestamp": ts, "topology": F.trim(F.col("topology"))}
-    missing = ts_missing | F.col("topology").isNull() | (F.trim(F.col("topology")) == "")
-    wrong = ts_wrong
-    counts = []
-    for field in schema.fields[2:]:
-        if field.name == "operator":
-            values["operator"] = F.coalesce(F.trim(F.col("operator")), F.lit("task"))
-            continue
-        kind_name = "bigint" if isinstance(field.dataType, T.LongType) else "double"
-        value, is_missing, is_wrong = _typed(field.name, kind_name)
-        values[field.name] = value
-        if field.name == "bytes":  # optional: a missing byte count is 0
-            values[field.name] = F.coalesce(value, F.when(is_missing, F.lit(0.0)))
-            wrong = wrong | is_wrong
-            counts.append(values[field.name])
-            continue
-        missing = missing | is_missing
-        wrong = wrong | is_wrong
-        if kind_name == "double":
-            counts.append(value)
-    checks += [(missing, S.MISSING), (wrong, S.WRONG_TYPE)]
-    checks.append((reduce(lambda a, b: a | b, [F.coalesce(_bad_count(c), F.lit(False)) for c in counts]), S.NEGATIVE))
-    checks.append((~_in_range(ts, options), S.OUT_OF_RANGE))
-    reason = _first_reason(*checks)
-    return df.select(
-        "source", F.lit(kind).alias("kind"), reason.alias("reason"), *[v.alias(k) for k, v in values.items()],
-        F.when(reason.isNotNull(), _raw(df, [f.name for f in schema.fields])).alias("raw"),
-    )
 
 
 # --------------------------------------------------------------------------- Storm

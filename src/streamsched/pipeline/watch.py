@@ -1,7 +1,7 @@
 """``streamsched watch``: Structured Streaming over a directory of arriving native metric files.
 
 Two streaming queries read the directory (``traffic*.csv`` and ``load*.csv``, the native
-columns): invalid rows (row-level checks of :func:`.sources.validate_native`) go to the
+columns): invalid rows (row-level checks of :func:`.native.validate_text`) go to the
 quarantine Parquet ``<store>/quarantine/watch``; valid rows are grouped by tumbling event-time
 windows of ``window_s`` seconds with a watermark ``lateness_s`` behind the latest event (append
 mode: a window is final, and emitted, once a later event moves the watermark past its end). Each
@@ -17,17 +17,20 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamsched.model.cluster import Cluster
+from streamsched.pipeline import native, sources
 from streamsched.pipeline import schema as S
-from streamsched.pipeline import sources
 from streamsched.pipeline.ingest import build_graphs
 from streamsched.pipeline.replan import Replanner
+from streamsched.pipeline.session import python_workers
 from streamsched.pipeline.store import write_snapshot
 
 _COMBINED = ["ts", "topology", "kind", "src_task", "dst_task", "operator", "tuples", "bytes", "load"]
@@ -40,7 +43,15 @@ def _stream(spark: SparkSession, directory: Path, kind: str, options: sources.Op
            .option("columnNameOfCorruptRecord", "_corrupt_record")
            .option("pathGlobFilter", f"{kind}*.csv").csv(str(directory))
            .withColumn("source", F.input_file_name()))
-    return sources.validate_native(raw, kind, options)
+    checked = T.StructType([T.StructField("source", T.StringType()), T.StructField("kind", T.StringType()),
+                            T.StructField("reason", T.StringType()), *schema.fields,
+                            T.StructField("raw", T.StringType())])
+
+    def validate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield native.validate_text(batch, kind, options.time_range)
+
+    return raw.mapInArrow(validate, checked)
 
 
 def _combined(valid: DataFrame, kind: str) -> DataFrame:
@@ -114,7 +125,8 @@ class Watch:
         """Start both queries; ``available_now`` processes the files present and stops."""
         valid, bad = [], []
         for kind in ("traffic", "load"):
-            df = _stream(self.spark, self.directory, kind, self.options)
+            with python_workers(self.spark):
+                df = _stream(self.spark, self.directory, kind, self.options)
             bad.append(df.filter(F.col("reason").isNotNull()).select("source", "kind", "raw", "reason"))
             valid.append(_combined(df.filter(F.col("reason").isNull()), kind))
         trigger = {"availableNow": True} if available_now else {"processingTime": f"{poll_s} seconds"}
