@@ -19,6 +19,7 @@ import resource
 import shutil
 import time
 from pathlib import Path
+from typing import Callable
 
 from streamsched import workloads
 from streamsched.pipeline.generate import generate_metrics
@@ -27,21 +28,32 @@ from streamsched.pipeline.schema import TRAFFIC
 from streamsched.pipeline.session import spark_session
 
 
-def jvm_peak_rss_mb() -> float:
-    """VmHWM of the Spark JVM started by this process (peak resident memory so far)."""
+def peak_rss_mb(chosen: Callable[[bytes, dict[str, str]], bool]) -> float:
+    """Largest VmHWM (peak resident memory so far) among the live processes ``chosen`` picks by
+    command line and /proc status fields."""
     peak = 0.0
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        if not pid.isdigit() or int(pid) == os.getpid():
             continue
         try:
-            status = Path(f"/proc/{pid}/status").read_text()
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if ":" in line)
         except OSError:
             continue
-        ppid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
-        if b"java" in cmdline and ppid == os.getpid():
-            peak = max(peak, float(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024)
+        if "VmHWM" in status and chosen(cmdline, status):
+            peak = max(peak, float(status["VmHWM"].split()[0]) / 1024)
     return peak
+
+
+def jvm_peak_rss_mb() -> float:
+    """The Spark JVM this process started."""
+    return peak_rss_mb(lambda cmd, status: b"java" in cmd and int(status["PPid"]) == os.getpid())
+
+
+def worker_peak_rss_mb() -> float:
+    """The PySpark Python workers still alive (the daemon's forks)."""
+    return peak_rss_mb(lambda cmd, status: b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd)
 
 
 def bare(spark, directory: Path, fmt: str) -> float:
@@ -94,6 +106,7 @@ def main() -> None:
         "ratio_ingest_over_bare": round(ingest_s / bare_s, 2),
         "jvm_peak_rss_mb_after_bare": round(jvm_after_bare), "jvm_peak_rss_mb": round(jvm_peak_rss_mb()),
         "python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "python_worker_peak_rss_mb": round(worker_peak_rss_mb()),
         "rows_quarantined": report["rows_quarantined"], "rows_accepted": report["rows_accepted"],
         "load_average": os.getloadavg(),
     }))

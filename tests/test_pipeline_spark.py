@@ -17,9 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamsched import workloads
+from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
-from streamsched.pipeline.generate import generate_metrics
 from streamsched.pipeline import native
+from streamsched.pipeline.generate import generate_metrics
 from streamsched.pipeline.ingest import Window, ingest, window_rates
 from streamsched.pipeline.replan import Replanner
 from streamsched.pipeline.sources import Options
@@ -249,3 +250,10 @@ def test_pipeline_demo_command_generates_ingests_and_schedules(spark_small, tmp_
     assert graph.n_tasks == 12 and graph.n_edges == workloads.workload("diamond-12").n_edges
     report = read_manifest(snapshot[0])["rows"]
     assert report["read"] == report["accepted"] + sum(report["quarantined"].values())
+
+
+def test_a_file_that_cannot_be_read_is_one_input_error(spark_small, tmp_path):
+    (tmp_path / "traffic-x.csv").write_bytes(b"timestamp,topology,src_task,dst_task,tuples,bytes\n"
+                                             b"1700000000,t\xff\xfe,1,2,3,4\n")
+    with pytest.raises(InputError, match=r"^\S*traffic-x.csv: .*(?i:utf-?8)"):
+        ingest(spark_small, [tmp_path], tmp_path / "store")

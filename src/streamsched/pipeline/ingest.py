@@ -26,6 +26,7 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.errors import PythonException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -207,21 +208,23 @@ def build_graphs(rates: list, loads: list, tasks: list, default_load: float) -> 
 def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window = Window(),
            options: sources.Options | None = None, fmt: str | None = None,
            default_load: float = 1.0) -> dict[str, Any]:
-    """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report."""
-    with python_workers(spark):
-        return _ingest(spark, paths, store, window, options, fmt, default_load)
+    """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report.
+    An InputError raised in a Spark task (a file that cannot be read) reaches the caller as one."""
+    try:
+        with python_workers(spark):
+            return _ingest(spark, paths, store, window, options, fmt, default_load)
+    except PythonException as exc:
+        marker = f"{InputError.__name__}: "
+        lines = [line for line in str(exc).splitlines() if marker in line]
+        if lines:
+            raise InputError(lines[-1].split(marker, 1)[1]) from None
+        raise
 
 
-def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window,
-            options: sources.Options | None, fmt: str | None, default_load: float) -> dict[str, Any]:
-    options = options or sources.Options()
-    started = time.perf_counter()
-    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
-    groups = sources.group_files(paths, fmt)
-    for name in ("native-traffic", "native-load"):
-        for f in groups.get(name, []):
-            native.check_header(f, name.split("-")[1])
-    checks = native.Checks(options.time_range, window.seconds, window.half_life_s, window.end)
+def _frames(spark: SparkSession, groups: dict[str, list[Path]],
+            options: sources.Options) -> tuple[list[DataFrame], list[DataFrame], list[DataFrame]]:
+    """(load frames, traffic frames, declared tasks) of every input format, as :data:`BLOCK`
+    rows (blocks, rejected rows, counts) and (topology, task, operator) rows."""
     load_frames: list[DataFrame] = []
     traffic_frames: list[DataFrame] = []
     tasks: list[DataFrame] = []
@@ -248,6 +251,20 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
             if got.load is not None:
                 load_frames.append(_blocks(got.load, "load", checked=False))
             tasks.append(got.tasks)
+    return load_frames, traffic_frames, tasks
+
+
+def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window,
+            options: sources.Options | None, fmt: str | None, default_load: float) -> dict[str, Any]:
+    options = options or sources.Options()
+    started = time.perf_counter()
+    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+    groups = sources.group_files(paths, fmt)
+    for name in ("native-traffic", "native-load"):
+        for f in groups.get(name, []):
+            native.check_header(f, name.split("-")[1])
+    checks = native.Checks(options.time_range, window.seconds, window.half_life_s, window.end)
+    load_frames, traffic_frames, tasks = _frames(spark, groups, options)
     work = Path(store) / "tmp" / run_id
     try:
         declared_rows = [(r["topology"], int(r["task"]), r["operator"])

@@ -20,6 +20,7 @@ row of a pair or task at the same timestamp: the copy with the smallest values i
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,13 +83,17 @@ def fields_of(kind: str) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- reading
+def _csv_header(path: Path) -> list[str]:
+    with open(path, "rb") as handle:
+        first = handle.readline().decode("utf-8", "replace").rstrip("\r\n")
+    return [c.strip().strip('"') for c in first.split(",")] if first else []
+
+
 def check_header(path: Path, kind: str) -> None:
     """Raise InputError when a CSV header or a Parquet schema lacks a required column."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        with open(path, newline="") as handle:
-            first = handle.readline()
-        have = [c.strip().strip('"') for c in first.rstrip("\r\n").split(",")] if first else []
+        have = _csv_header(path)
         where = f"{path}: line 1"
     elif suffix == ".parquet":
         try:
@@ -110,8 +115,7 @@ def _csv_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], l
         malformed.append(row.text)
         return "skip"
 
-    with open(path, newline="") as handle:
-        header = [c.strip().strip('"') for c in handle.readline().rstrip("\r\n").split(",")]
+    header = _csv_header(path)
     present = [f for f in fields_of(kind) if f in header]
     reader = pcsv.open_csv(
         path, read_options=pcsv.ReadOptions(block_size=BLOCK_BYTES),
@@ -443,9 +447,17 @@ def _count(kind: str, source: str, reason: str, rows: int) -> pa.RecordBatch:
 
 
 def read_blocks(path: str, kind: str, time_range: tuple[float, float]) -> Iterator[pa.RecordBatch]:
-    """One native file -> blocks of accepted rows, its rejected rows and its count of records."""
+    """One native file -> blocks of accepted rows, its rejected rows and its count of records.
+    A file that cannot be read at all (gone, not UTF-8, not Parquet) is an InputError."""
     read = 0
-    for number, (columns, malformed) in enumerate(read_file(Path(path), kind)):
+    batches = read_file(Path(path), kind)
+    for number in itertools.count():
+        try:
+            columns, malformed = next(batches)
+        except StopIteration:
+            break
+        except (OSError, UnicodeDecodeError, pa.ArrowException) as exc:
+            raise InputError(f"{path}: {str(exc).splitlines()[0]}") from None
         checked = validate(columns, kind, time_range)
         bad = np.flatnonzero(checked.reason)
         read += len(checked.reason) + len(malformed)
