@@ -122,11 +122,13 @@ def _csv_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], l
         parse_options=pcsv.ParseOptions(invalid_row_handler=keep),
         convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in header},
                                             include_columns=present, strings_can_be_null=False))
+    start = 0  # the handler may run on reader threads: only append, slice up to a snapshot
     for batch in reader:
-        yield {f: batch.column(f) for f in present}, malformed[:]
-        malformed.clear()
-    if malformed:
-        yield {f: pa.array([], pa.string()) for f in present}, malformed
+        end = len(malformed)
+        yield {f: batch.column(f) for f in present}, malformed[start:end]
+        start = end
+    if len(malformed) > start:
+        yield {f: pa.array([], pa.string()) for f in present}, malformed[start:]
 
 
 def _json_text(value) -> str | None:
@@ -141,7 +143,7 @@ def _jsonl_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array],
     names = fields_of(kind)
     columns: dict[str, list] = {f: [] for f in names}
     malformed: list[str] = []
-    with open(path) as handle:
+    with open(path, encoding="utf-8") as handle:
         for line in handle:
             text = line.strip()
             if not text:
