@@ -14,6 +14,7 @@ loads L(ti) of the window from the summaries (i-scheduler.txt 4.1, t3-scheduler.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import time
@@ -26,7 +27,6 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.errors import PythonException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -117,12 +117,15 @@ def _records(records: DataFrame, counted: bool) -> list[DataFrame]:
 def _merge(frames: list[DataFrame], checks: native.Checks, declared: dict[str, set[int]] | None,
            out: Path) -> None:
     """Group the blocks, merge every group (:func:`.native.merge_group`) and append the result
-    to ``out``, partitioned by ``part``."""
+    to ``out``, partitioned by ``part``; a file that could not be read is an InputError."""
     def merge(table: pa.Table) -> pa.Table:
         return native.merge_group(table, checks, declared)
 
     merged = reduce(DataFrame.unionByName, frames).groupBy(*GROUP).applyInArrow(merge, BLOCK)
     merged.write.mode("append").partitionBy("part").parquet(str(out))
+    if (out / "part=error").exists():
+        errors = sorted(r["raw"] for r in merged.sparkSession.read.parquet(str(out / "part=error")).collect())
+        raise InputError(errors[0])
 
 
 # --------------------------------------------------------------------------- windows
@@ -208,17 +211,9 @@ def build_graphs(rates: list, loads: list, tasks: list, default_load: float) -> 
 def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window = Window(),
            options: sources.Options | None = None, fmt: str | None = None,
            default_load: float = 1.0) -> dict[str, Any]:
-    """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report.
-    An InputError raised in a Spark task (a file that cannot be read) reaches the caller as one."""
-    try:
-        with python_workers(spark):
-            return _ingest(spark, paths, store, window, options, fmt, default_load)
-    except PythonException as exc:
-        marker = f"{InputError.__name__}: "
-        lines = [line for line in str(exc).splitlines() if marker in line]
-        if lines:
-            raise InputError(lines[-1].split(marker, 1)[1]) from None
-        raise
+    """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report."""
+    with python_workers(spark):
+        return _ingest(spark, paths, store, window, options, fmt, default_load)
 
 
 def _frames(spark: SparkSession, groups: dict[str, list[Path]],
@@ -290,6 +285,8 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
                 .write.parquet(str(quarantine_path))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            work.parent.rmdir()  # only when no other run is using it
     part = np.asarray(small.column("part").to_pylist(), object)
     reason = np.asarray(small.column("reason").to_pylist(), object)
     rows = np.nan_to_num(small.column("rows").to_numpy(zero_copy_only=False)).astype(np.int64)

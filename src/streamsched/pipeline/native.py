@@ -52,8 +52,9 @@ _FLOAT = r"(?i)^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity
 _INTEGER = r"^[+-]?\d{1,18}$"
 
 #: One row of the pack: a block of accepted rows (part ``block``), a rejected row (``rejected``),
-#: a count of records (``count``: reason ``read`` or ``accepted``) or, after merging, a group's
-#: summary (``summary``). Groups are keyed by (part, kind, topology, a, b).
+#: a count of records (``count``: reason ``read`` or ``accepted``), a file that could not be read
+#: (``error``: the message in ``raw``) or, after merging, a group's summary (``summary``).
+#: Groups are keyed by (part, kind, topology, a, b).
 BLOCK = pa.schema([
     ("part", pa.string()), ("kind", pa.string()), ("topology", pa.string()),
     ("a", pa.int64()),            # src_task | task | bucket of rejected rows
@@ -450,7 +451,8 @@ def _count(kind: str, source: str, reason: str, rows: int) -> pa.RecordBatch:
 
 def read_blocks(path: str, kind: str, time_range: tuple[float, float]) -> Iterator[pa.RecordBatch]:
     """One native file -> blocks of accepted rows, its rejected rows and its count of records.
-    A file that cannot be read at all (gone, not UTF-8, not Parquet) is an InputError."""
+    A file that cannot be read at all (gone, not UTF-8, not Parquet) gives one ``error`` row
+    (the driver raises it as an InputError; raised here, Spark would log a stack trace)."""
     read = 0
     batches = read_file(Path(path), kind)
     for number in itertools.count():
@@ -459,7 +461,9 @@ def read_blocks(path: str, kind: str, time_range: tuple[float, float]) -> Iterat
         except StopIteration:
             break
         except (OSError, UnicodeDecodeError, pa.ArrowException) as exc:
-            raise InputError(f"{path}: {str(exc).splitlines()[0]}") from None
+            yield _batch({"part": "error", "kind": kind, "source": path, "topology": path,
+                          "raw": f"{path}: {str(exc).splitlines()[0]}"}, 1)
+            return
         checked = validate(columns, kind, time_range)
         bad = np.flatnonzero(checked.reason)
         read += len(checked.reason) + len(malformed)
