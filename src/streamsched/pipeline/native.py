@@ -42,10 +42,14 @@ COUNTS = ("tuples", "bytes", "load")
 BATCH_ROWS = 1 << 20
 BLOCK_BYTES = 64 << 20
 
-# Reasons, in the order the checks run (the first failing one is kept).
-MALFORMED, MISSING, WRONG_TYPE, NEGATIVE, OUT_OF_RANGE = (
-    "malformed", "missing_field", "wrong_type", "negative_count", "timestamp_out_of_range")
-UNKNOWN_TASK, DUPLICATE = "unknown_task", "duplicate"
+# Quarantine reasons; the row checks run in this order (the first failing one is kept).
+MALFORMED = "malformed"            # wrong number of fields, broken JSON, unparsable map
+MISSING = "missing_field"          # a required field is empty
+WRONG_TYPE = "wrong_type"          # a field that is not a number of its type
+NEGATIVE = "negative_count"        # tuples, bytes or load < 0 (or not finite)
+OUT_OF_RANGE = "timestamp_out_of_range"
+UNKNOWN_TASK = "unknown_task"      # a traffic row naming a task the topology does not declare
+DUPLICATE = "duplicate"            # a second row for the same (topology, timestamp, pair/task)
 _ROW_REASONS = (None, MALFORMED, MISSING, WRONG_TYPE, NEGATIVE, OUT_OF_RANGE)
 
 _FLOAT = r"(?i)^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity|nan)$"

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamsched.errors import InputError
-from streamsched.pipeline import schema as S
+from streamsched.pipeline.native import DUPLICATE, MALFORMED, MISSING, NEGATIVE, OUT_OF_RANGE, WRONG_TYPE
 
 FORMATS = ("native-traffic", "native-load", "storm-log", "sendgraph", "aniello-traffic", "aniello-load")
 NATIVE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
@@ -164,20 +164,20 @@ def read_storm_log(spark: SparkSession, files: list[Path], options: Options) -> 
     map_negative = F.exists("entries", lambda e: _bad_count(e["value"]))
     reason = _first_reason(
         ((F.col("n_fields") != 5) | (F.instr(F.col("task_component"), ":") == 0)
-         | (F.instr(F.col("worker"), ":") == 0), S.MALFORMED),
-        ((F.col("ts_text") == "") | (F.col("metric") == "") | (F.col("metric_value") == ""), S.MISSING),
-        (F.col("timestamp").isNull() | F.col("task").isNull(), S.WRONG_TYPE),
-        (used & ~F.col("is_map"), S.MALFORMED),
-        (used & map_broken, S.MALFORMED),
-        (used & map_wrong, S.WRONG_TYPE),
-        (used & map_negative, S.NEGATIVE),
-        (~_in_range(F.col("timestamp"), options), S.OUT_OF_RANGE),
+         | (F.instr(F.col("worker"), ":") == 0), MALFORMED),
+        ((F.col("ts_text") == "") | (F.col("metric") == "") | (F.col("metric_value") == ""), MISSING),
+        (F.col("timestamp").isNull() | F.col("task").isNull(), WRONG_TYPE),
+        (used & ~F.col("is_map"), MALFORMED),
+        (used & map_broken, MALFORMED),
+        (used & map_wrong, WRONG_TYPE),
+        (used & map_negative, NEGATIVE),
+        (~_in_range(F.col("timestamp"), options), OUT_OF_RANGE),
     )
     df = df.withColumn("reason", reason)
     # A second line for the same (timestamp, task, metric) is a duplicate.
     order = Window.partitionBy("timestamp", "task", "metric").orderBy("source", "raw")
     df = df.withColumn("reason", F.when(
-        F.col("reason").isNull() & (F.row_number().over(order) > 1), F.lit(S.DUPLICATE)).otherwise(F.col("reason")))
+        F.col("reason").isNull() & (F.row_number().over(order) > 1), F.lit(DUPLICATE)).otherwise(F.col("reason")))
     df = df.withColumn("topology", F.lit(options.topology)).cache()
     records = df.select("source", F.lit("storm-line").alias("kind"), "raw", "reason")
     good = df.filter(F.col("reason").isNull())
@@ -239,8 +239,8 @@ def read_sendgraph(spark: SparkSession, files: list[Path], options: Options) -> 
     broken = docs.filter(F.col("_corrupt_record").isNotNull() | F.col("links").isNull() | F.col("ts").isNull()).select(
         "source", F.lit("sendgraph").alias("kind"),
         F.coalesce(F.col("_corrupt_record"), F.to_json(F.struct("timestamp", "topology"))).alias("raw"),
-        F.when(F.col("_corrupt_record").isNotNull() | F.col("links").isNull(), F.lit(S.MALFORMED))
-        .otherwise(F.lit(S.MISSING)).alias("reason"))
+        F.when(F.col("_corrupt_record").isNotNull() | F.col("links").isNull(), F.lit(MALFORMED))
+        .otherwise(F.lit(MISSING)).alias("reason"))
     ok = docs.filter(F.col("_corrupt_record").isNull() & F.col("links").isNotNull() & F.col("ts").isNotNull())
     links = ok.select("source", "topo", "ts", F.explode("links").alias("l")).select(
         "source", F.col("topo").alias("topology"), F.col("ts").alias("timestamp"),
@@ -251,15 +251,15 @@ def read_sendgraph(spark: SparkSession, files: list[Path], options: Options) -> 
         F.col("l.source").isNull() | F.col("l.target").isNull() | F.col("l.value").isNull())
     links = links.withColumnRenamed(links.columns[-1], "is_missing")
     reason = _first_reason(
-        (F.col("is_missing"), S.MISSING),
-        (F.col("src_task").isNull() | F.col("dst_task").isNull() | F.col("count").isNull(), S.WRONG_TYPE),
-        (_bad_count(F.col("count")), S.NEGATIVE),
-        (~_in_range(F.col("timestamp"), options), S.OUT_OF_RANGE),
+        (F.col("is_missing"), MISSING),
+        (F.col("src_task").isNull() | F.col("dst_task").isNull() | F.col("count").isNull(), WRONG_TYPE),
+        (_bad_count(F.col("count")), NEGATIVE),
+        (~_in_range(F.col("timestamp"), options), OUT_OF_RANGE),
     )
     links = links.withColumn("reason", reason)
     dup = Window.partitionBy("topology", "timestamp", "src_task", "dst_task").orderBy("source", "raw")
     links = links.withColumn("reason", F.when(
-        F.col("reason").isNull() & (F.row_number().over(dup) > 1), F.lit(S.DUPLICATE)).otherwise(F.col("reason")))
+        F.col("reason").isNull() & (F.row_number().over(dup) > 1), F.lit(DUPLICATE)).otherwise(F.col("reason")))
     records = broken.unionByName(links.select("source", F.lit("sendgraph").alias("kind"), "raw", "reason"))
     good = links.filter(F.col("reason").isNull())
     pair = Window.partitionBy("topology", "src_task", "dst_task").orderBy("timestamp")
@@ -318,11 +318,11 @@ def read_aniello(spark: SparkSession, files: list[Path], kind: str, options: Opt
     amount, amount_missing, amount_wrong = _typed(value, "double")
     topo_missing = F.col("topology_id").isNull() | (F.trim(F.col("topology_id")) == "")
     reason = _first_reason(
-        (corrupt, S.MALFORMED),
-        (topo_missing | first_missing | second_missing | amount_missing, S.MISSING),
-        (first_wrong | second_wrong | amount_wrong, S.WRONG_TYPE),
-        (_bad_count(amount) | ((kind == "aniello-load") & (second < first)), S.NEGATIVE),
-        (~_in_range(ts, options), S.OUT_OF_RANGE),
+        (corrupt, MALFORMED),
+        (topo_missing | first_missing | second_missing | amount_missing, MISSING),
+        (first_wrong | second_wrong | amount_wrong, WRONG_TYPE),
+        (_bad_count(amount) | ((kind == "aniello-load") & (second < first)), NEGATIVE),
+        (~_in_range(ts, options), OUT_OF_RANGE),
     )
     fields = [f.name for f in schema.fields]
     out = df.select("source", F.lit(kind).alias("kind"), _raw(df, fields).alias("raw"), reason.alias("reason"),

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
