@@ -72,14 +72,25 @@ def _frame(df: DataFrame, **columns: Column) -> DataFrame:
 
 
 def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.Options) -> DataFrame:
-    """Native files, one Spark task each, read into blocks by :func:`.native.read_blocks`."""
+    """Native files read into blocks by :func:`.native.read_blocks`, in two Spark tasks per core
+    (each a Python worker to feed; a task costs a few tenths of a second to start), the files
+    dealt largest first to the least loaded task."""
+    tasks = min(len(files), 2 * spark.sparkContext.defaultParallelism)
+    share: list[list[str]] = [[] for _ in range(tasks)]
+    size = [0] * tasks
+    for f in sorted(files, key=lambda f: (-f.stat().st_size, str(f))):
+        k = size.index(min(size))
+        share[k].append(str(f))
+        size[k] += f.stat().st_size
+
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for path in batch.column("path").to_pylist():
-                yield from native.read_blocks(path, kind, options.time_range)
+            for paths in batch.column("paths").to_pylist():
+                for path in paths:
+                    yield from native.read_blocks(path, kind, options.time_range)
 
-    paths = spark.sparkContext.parallelize([(str(f),) for f in files], len(files)).toDF("path string")
-    return paths.mapInArrow(read, BLOCK)
+    rows = spark.sparkContext.parallelize([(paths,) for paths in share], tasks).toDF("paths array<string>")
+    return rows.mapInArrow(read, BLOCK)
 
 
 def _blocks(df: DataFrame, kind: str, checked: bool) -> DataFrame:
@@ -121,7 +132,10 @@ def _merge(frames: list[DataFrame], checks: native.Checks, declared: dict[str, s
     def merge(table: pa.Table) -> pa.Table:
         return native.merge_group(table, checks, declared)
 
-    merged = reduce(DataFrame.unionByName, frames).groupBy(*GROUP).applyInArrow(merge, BLOCK)
+    # One partition per core, explicit so that adaptive execution keeps it (as for _native).
+    blocks = reduce(DataFrame.unionByName, frames)
+    blocks = blocks.repartition(blocks.sparkSession.sparkContext.defaultParallelism, *GROUP)
+    merged = blocks.groupBy(*GROUP).applyInArrow(merge, BLOCK)
     merged.write.mode("append").partitionBy("part").parquet(str(out))
     if (out / "part=error").exists():
         errors = sorted(r["raw"] for r in merged.sparkSession.read.parquet(str(out / "part=error")).collect())

@@ -484,10 +484,13 @@ def read_blocks(path: str, kind: str, time_range: tuple[float, float]) -> Iterat
 _UNKNOWN, _DUPLICATE = 1, 2
 
 
-def _duplicates(ts: np.ndarray, v1: np.ndarray, v2: np.ndarray, op: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Of ``rows``, the ones repeating an (operator, timestamp) of another: all but the copy
-    with the smallest (v1, v2). Sorted by time first; only tied rows are sorted by value."""
-    order = rows[np.lexsort((ts[rows], op[rows]))]
+def _duplicates(ts: np.ndarray, v1: np.ndarray, v2: np.ndarray, op: np.ndarray | None,
+                rows: np.ndarray) -> np.ndarray:
+    """Of ``rows``, the ones repeating an (operator, timestamp) of another (``op`` None: one
+    operator): all but the copy with the smallest (v1, v2). Sorted by time first; only tied
+    rows are sorted by value."""
+    order = rows[np.argsort(ts[rows], kind="stable")] if op is None else rows[np.lexsort((ts[rows], op[rows]))]
+    op = np.zeros(ts.size, np.int64) if op is None else op
     tie = (ts[order][1:] == ts[order][:-1]) & (op[order][1:] == op[order][:-1])
     if not tie.any():
         return np.zeros(0, np.int64)
@@ -518,7 +521,7 @@ def merge_group(table: pa.Table, checks: Checks, declared: dict[str, set[int]] |
     block_of = np.repeat(np.arange(table.num_rows), lengths)
     checked = table.column("checked").to_numpy(zero_copy_only=False)[block_of]
     operators = table.column("operator").to_pylist()
-    op = np.unique([str(o) for o in operators], return_inverse=True)[1][block_of]
+    op = np.unique([str(o) for o in operators], return_inverse=True)[1][block_of] if kind == "load" else None
     reason = np.zeros(ts.size, np.int8)
     known = declared.get(topology) if declared else None
     if kind == "traffic" and known is not None and (a not in known or b not in known):
