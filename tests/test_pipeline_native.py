@@ -102,7 +102,7 @@ def test_blobs_round_trip_with_nulls_and_slices():
 
 @pytest.mark.parametrize("big", [False, True])
 def test_pack_puts_each_pair_in_one_block(big):
-    base = 1 << 40 if big else 0  # huge ids: the lexicographic fallback of _group_order
+    base = 1 << 40 if big else 0  # huge ids: the lexicographic fallback of _groups
     rows = {"timestamp": np.array([3.0, 1.0, 2.0, 1.0, 5.0]), "topology": pa.array(["t", "t", "u", "t", "t"]),
             "a": np.array([1, 1, 1, 2, 1]) + base, "b": np.array([2, 2, 2, 1, 2]) + base,
             "v1": np.array([30.0, 10.0, 20.0, 11.0, 50.0]), "v2": np.zeros(5), "source": "f"}

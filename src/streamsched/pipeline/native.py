@@ -364,20 +364,26 @@ def floats(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return values, np.diff(offsets).astype(np.int64) // 8
 
 
-def _group_order(*keys: np.ndarray) -> np.ndarray:
-    """A stable order that puts equal key tuples together: one int64 sort key when the ranges
-    allow it, else a lexicographic sort."""
-    if keys[0].size == 0:
-        return np.zeros(0, np.int64)
-    combined = np.zeros(keys[0].size, np.int64)
+def _groups(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, starts): a stable order that puts equal key tuples together, and where each run
+    of equal tuples starts in it. One integer sort key when the ranges allow, else lexicographic."""
+    n = keys[0].size
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    combined = np.zeros(n, np.int64)
     span = 1
     for key in keys:
         low, high = int(key.min()), int(key.max())
         span *= high - low + 1
         if span >= 1 << 62:
-            return np.lexsort(keys[::-1])
+            order = np.lexsort(keys[::-1])
+            changed = np.any(np.stack([k[order][1:] != k[order][:-1] for k in keys]), axis=0)
+            return order, np.flatnonzero(np.r_[True, changed])
         combined = combined * (high - low + 1) + (key - low)
-    return np.argsort(combined, kind="stable")
+    # numpy sorts 16-bit integers by radix: about 5x faster when the key tuples fit.
+    order = np.argsort(combined.astype(np.uint16) if span <= 1 << 16 else combined, kind="stable")
+    ordered = combined[order]
+    return order, np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
 
 
 def pack(rows: dict[str, object], kind: str, checked: bool = True) -> pa.RecordBatch:
@@ -398,9 +404,7 @@ def pack(rows: dict[str, object], kind: str, checked: bool = True) -> pa.RecordB
     else:
         operator = pc.dictionary_encode(rows["operator"])
         codes.append(operator.indices.to_numpy(zero_copy_only=False))
-    order = _group_order(*codes)
-    keys = np.stack([c[order] for c in codes])
-    starts = np.flatnonzero(np.r_[True, np.any(keys[:, 1:] != keys[:, :-1], axis=0)]) if n else np.zeros(0, int)
+    order, starts = _groups(*codes)
     offsets = np.r_[starts, n]
     first = order[starts]
     names = source.dictionary.take(pa.array(codes[1][first])) if source is not None else rows["source"]
