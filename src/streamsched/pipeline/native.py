@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
+import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
 from streamsched.errors import InputError
@@ -41,6 +42,7 @@ INTEGERS = ("src_task", "dst_task", "task")
 COUNTS = ("tuples", "bytes", "load")
 BATCH_ROWS = 1 << 20
 BLOCK_BYTES = 64 << 20
+JSON_FAST_BYTES = 512 << 20
 
 # Quarantine reasons; the row checks run in this order (the first failing one is kept).
 MALFORMED = "malformed"            # wrong number of fields, broken JSON, unparsable map
@@ -144,28 +146,61 @@ def _json_text(value) -> str | None:
     return repr(value)
 
 
+def _json_column(values: list) -> pa.Array:
+    """Values of one field: typed when Arrow takes them as they are (all numbers, all text),
+    else each as text (numbers as written, anything else as JSON) for the row checks."""
+    try:
+        column = pa.array(values)
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_string(column.type):
+            return column
+    except (pa.ArrowException, OverflowError):
+        pass
+    return pa.array([_json_text(v) for v in values], pa.string())
+
+
 def _jsonl_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list[str]]]:
+    """JSON lines: Arrow's reader when the whole file is well formed with one type per field
+    (files up to JSON_FAST_BYTES), else line by line in Python, broken lines kept as malformed."""
     names = fields_of(kind)
-    columns: dict[str, list] = {f: [] for f in names}
-    malformed: list[str] = []
+    if path.stat().st_size <= JSON_FAST_BYTES:
+        try:
+            table = pjson.read_json(path)
+        except pa.ArrowException:
+            table = None
+        simple = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_null)
+        if table is not None and all(any(t(c.type) for t in simple) for c in table.columns):
+            yield {f: table.column(f).combine_chunks() for f in names if f in table.column_names}, []
+            return
     with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                record = json.loads(text)
-            except ValueError:
-                record = None
-            if not isinstance(record, dict):
-                malformed.append(text)
-                continue
-            for f in names:
-                columns[f].append(_json_text(record.get(f)))
-            if len(columns[names[0]]) >= BATCH_ROWS:
-                yield {f: pa.array(v, pa.string()) for f, v in columns.items()}, malformed
-                columns, malformed = {f: [] for f in names}, []
-    yield {f: pa.array(v, pa.string()) for f, v in columns.items()}, malformed
+        lines = [text for text in (line.strip() for line in handle) if text]
+    for start in range(0, max(len(lines), 1), BATCH_ROWS):
+        records: list[dict] = []
+        malformed: list[str] = []
+        _parse_lines(lines[start:start + BATCH_ROWS], records, malformed)
+        yield {f: _json_column([r.get(f) for r in records]) for f in names}, malformed
+
+
+def _parse_lines(lines: list[str], records: list[dict], malformed: list[str]) -> None:
+    """JSON objects, one per line, appended to ``records``; other lines to ``malformed``.
+    Lines are parsed 4,096 at a time as one JSON array (one call of the parser instead of one
+    per line); a chunk that fails is halved until the broken lines are alone."""
+    if len(lines) > 4096:
+        for start in range(0, len(lines), 4096):
+            _parse_lines(lines[start:start + 4096], records, malformed)
+        return
+    try:
+        parsed = json.loads("[" + ",".join(lines) + "]")
+    except ValueError:
+        parsed = None
+    if parsed is not None and len(parsed) == len(lines):
+        for text, value in zip(lines, parsed):
+            (records if isinstance(value, dict) else malformed).append(value if isinstance(value, dict) else text)
+    elif len(lines) == 1:
+        malformed.append(lines[0])
+    elif lines:
+        half = len(lines) // 2
+        _parse_lines(lines[:half], records, malformed)
+        _parse_lines(lines[half:], records, malformed)
 
 
 def _parquet_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list[str]]]:
