@@ -222,3 +222,24 @@ def test_read_blocks_counts_add_up(tmp_path):
     read = sum(r for p, r in zip(part, table["rows"].to_pylist()) if p == "count")
     in_blocks = sum(r for p, r in zip(part, table["rows"].to_pylist()) if p == "block")
     assert (read, in_blocks, part.count("rejected")) == (5, 3, 2)
+
+
+def test_jsonl_clean_and_broken_files_read_alike(tmp_path):
+    lines = [json.dumps({"timestamp": T0 + k, "topology": "t", "src_task": k % 3, "dst_task": 9, "tuples": k})
+             for k in range(5000)]
+    (tmp_path / "traffic-clean.jsonl").write_text("\n".join(lines) + "\n")  # Arrow's reader
+    broken = lines[:10] + ['{"timestamp": '] + lines[10:4500] + ["[1]", '{"a": 1} {"b": 2}'] + lines[4500:]
+    (tmp_path / "traffic-broken.jsonl").write_text("\n".join(broken) + "\n")  # line by line
+
+    def summary(name: str) -> tuple[int, list, list]:
+        table = pa.Table.from_batches(list(native.read_blocks(str(tmp_path / name), "traffic", RANGE)),
+                                      schema=native.BLOCK)
+        parts = table["part"].to_pylist()
+        read = sum(r for p, r in zip(parts, table["rows"].to_pylist()) if p == "count")
+        blocks = sorted((a, r) for p, a, r in zip(parts, table["a"].to_pylist(), table["rows"].to_pylist()) if p == "block")
+        return read, blocks, [r for p, r in zip(parts, table["raw"].to_pylist()) if p == "rejected"]
+
+    clean, dirty = summary("traffic-clean.jsonl"), summary("traffic-broken.jsonl")
+    assert clean[0] == 5000 and clean[2] == [] and clean[1] == [(0, 1667), (1, 1667), (2, 1666)]
+    assert dirty[0] == 5003 and dirty[1] == clean[1]
+    assert sorted(dirty[2]) == sorted(['{"timestamp":', "[1]", '{"a": 1} {"b": 2}'])  # lines stripped
