@@ -132,7 +132,7 @@ def _merge(frames: list[DataFrame], checks: native.Checks, declared: dict[str, s
     def merge(table: pa.Table) -> pa.Table:
         return native.merge_group(table, checks, declared)
 
-    # One partition per core, explicit so that adaptive execution keeps it (as for _native).
+    # One partition per core; explicit, so adaptive execution does not coalesce it to fewer.
     blocks = reduce(DataFrame.unionByName, frames)
     blocks = blocks.repartition(blocks.sparkSession.sparkContext.defaultParallelism, *GROUP)
     merged = blocks.groupBy(*GROUP).applyInArrow(merge, BLOCK)
