@@ -243,3 +243,19 @@ def test_jsonl_clean_and_broken_files_read_alike(tmp_path):
     assert clean[0] == 5000 and clean[2] == [] and clean[1] == [(0, 1667), (1, 1667), (2, 1666)]
     assert dirty[0] == 5003 and dirty[1] == clean[1]
     assert sorted(dirty[2]) == sorted(['{"timestamp":', "[1]", '{"a": 1} {"b": 2}'])  # lines stripped
+
+
+def test_parquet_with_unusable_columns(tmp_path):
+    # A binary count is a wrong type (its raw record still written); a struct topology cannot
+    # be taken as text: the whole file is one error row, which ingest raises as an InputError.
+    binary = tmp_path / "traffic-bin.parquet"
+    pq.write_table(pa.table({"timestamp": [float(T0)], "topology": ["t"], "src_task": [1], "dst_task": [2],
+                             "tuples": pa.array([b"\x01"], pa.binary())}), binary)
+    table = pa.Table.from_batches(list(native.read_blocks(str(binary), "traffic", RANGE)), schema=native.BLOCK)
+    assert table["reason"].to_pylist() == [native.WRONG_TYPE, "read"]
+    nested = tmp_path / "traffic-nested.parquet"
+    pq.write_table(pa.table({"timestamp": [float(T0)], "topology": [{"x": 1}], "src_task": [1], "dst_task": [2],
+                             "tuples": [1.0]}), nested)
+    table = pa.Table.from_batches(list(native.read_blocks(str(nested), "traffic", RANGE)), schema=native.BLOCK)
+    assert table["part"].to_pylist() == ["error"]
+    assert table["raw"][0].as_py().startswith(f"{nested}: ")

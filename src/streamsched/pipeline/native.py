@@ -20,7 +20,6 @@ row of a pair or task at the same timestamp: the copy with the smallest values i
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,7 +335,7 @@ def validate(columns: dict[str, pa.Array], kind: str, time_range: tuple[float, f
 
 def _raw_json(columns: dict[str, pa.Array], rows: np.ndarray) -> list[str]:
     taken = {f: (c.take(pa.array(rows)).to_pylist()) for f, c in columns.items()}
-    return [json.dumps({f: taken[f][k] for f in taken}) for k in range(len(rows))]
+    return [json.dumps({f: taken[f][k] for f in taken}, default=str) for k in range(len(rows))]
 
 
 def validate_text(table: pa.Table | pa.RecordBatch, kind: str, time_range: tuple[float, float]) -> pa.RecordBatch:
@@ -494,29 +493,29 @@ def _count(kind: str, source: str, reason: str, rows: int) -> pa.RecordBatch:
 
 def read_blocks(path: str, kind: str, time_range: tuple[float, float]) -> Iterator[pa.RecordBatch]:
     """One native file -> blocks of accepted rows, its rejected rows and its count of records.
-    A file that cannot be read at all (gone, not UTF-8, not Parquet) gives one ``error`` row
-    (the driver raises it as an InputError; raised here, Spark would log a stack trace)."""
+    A file that cannot be read (gone, not UTF-8, not Parquet, a column Arrow cannot take as
+    text) gives one ``error`` row instead (the driver raises it as an InputError; raised here,
+    Spark would log a stack trace)."""
+    try:
+        yield from _file_blocks(Path(path), kind, time_range)
+    except (OSError, UnicodeDecodeError, pa.ArrowException) as exc:
+        yield _batch({"part": "error", "kind": kind, "source": path, "topology": path,
+                      "raw": f"{path}: {str(exc).splitlines()[0]}"}, 1)
+
+
+def _file_blocks(path: Path, kind: str, time_range: tuple[float, float]) -> Iterator[pa.RecordBatch]:
     read = 0
-    batches = read_file(Path(path), kind)
-    for number in itertools.count():
-        try:
-            columns, malformed = next(batches)
-        except StopIteration:
-            break
-        except (OSError, UnicodeDecodeError, pa.ArrowException) as exc:
-            yield _batch({"part": "error", "kind": kind, "source": path, "topology": path,
-                          "raw": f"{path}: {str(exc).splitlines()[0]}"}, 1)
-            return
+    for number, (columns, malformed) in enumerate(read_file(path, kind)):
         checked = validate(columns, kind, time_range)
         bad = np.flatnonzero(checked.reason)
         read += len(checked.reason) + len(malformed)
         if len(checked.reason) > len(bad):
-            yield pack_checked(checked, kind, path)
+            yield pack_checked(checked, kind, str(path))
         if bad.size or malformed:
             raw = malformed + _raw_json(columns, bad)
             reasons = [MALFORMED] * len(malformed) + [_ROW_REASONS[c] for c in checked.reason[bad]]
-            yield _rejected(kind, path, raw, reasons, number)
-    yield _count(kind, path, "read", read)
+            yield _rejected(kind, str(path), raw, reasons, number)
+    yield _count(kind, str(path), "read", read)
 
 
 # --------------------------------------------------------------------------- merging
