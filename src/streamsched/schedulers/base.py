@@ -75,8 +75,19 @@ class Scheduler(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
+    #: Tags (class level, like scikit-learn estimator tags and Kubernetes extension points):
+    #: ``family`` is ``"cluster"`` (minimise inter-node traffic under node capacity) or
+    #: ``"edge"`` (edge + cloud strategies: makespan under energy and compute constraints).
+    family: ClassVar[str] = "cluster"
+    #: What the scheduler optimises: ``"traffic"`` (inter-node traffic), ``"balance"`` (spread
+    #: load evenly, Storm's defaults), ``"resources"`` (R-Storm's resource fit) or ``"makespan"``.
+    objective: ClassVar[str] = "traffic"
+    #: True when the result is proven optimal (or carries a proven bound and gap).
+    exact: ClassVar[bool] = False
     #: True when ``place`` uses its seed; the battery then checks seed determinism harder.
     randomised: ClassVar[bool] = False
+    #: True when the scheduler only makes sense on a cluster with ``kind: edge`` nodes.
+    needs_edge_nodes: ClassVar[bool] = False
 
     def __init__(self, **params: Any):
         known = {p.name for p in self.params}
