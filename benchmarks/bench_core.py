@@ -15,6 +15,7 @@ import numpy as np
 
 from streamsched import metrics
 from streamsched.model import Cluster, TaskGraph
+from streamsched.model.graph_files import read_graph, write_graph
 from streamsched.schedulers import get_scheduler
 from streamsched.workloads import random_topology
 
@@ -61,10 +62,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "graph.parquet"
         start = time.perf_counter()
-        graph.write(path)
+        write_graph(graph, path)
         timings["write Parquet"] = time.perf_counter() - start
         start = time.perf_counter()
-        again = TaskGraph.read(path)
+        again = read_graph(path)
         timings["read Parquet"] = time.perf_counter() - start
         assert again.n_edges == graph.n_edges
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from streamsched import workloads
-from streamsched.evaluation.experiments import build_cluster, fischer_chains
+from streamsched.evaluation.experiments.fischer import fischer_chains, fischer_cluster
 from streamsched.evaluation.performance import ModelParams, predict, regime
 from streamsched.evaluation.report import run_schedulers, write_report
 from streamsched.model import Placement
@@ -36,7 +36,7 @@ def main() -> None:
     print("tasks  edges  default_s  acking_s  io-bound_s")
     for p in (10, 100, 1000, 5000):
         graph = fischer_chains(f"chains-{p}", p, 7, 3072.0, seed=0)
-        cluster = build_cluster(f"fischer-{p}")
+        cluster = fischer_cluster(f"fischer-{p}")
         placement = Placement.build(np.arange(graph.n_tasks) % p, np.zeros(graph.n_tasks, int))
         row = [timed(lambda prm=prm: predict(graph, cluster, placement, prm))
                for prm in (ModelParams(), ModelParams(acking=True), regime("io-bound"))]

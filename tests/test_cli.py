@@ -33,7 +33,7 @@ def test_schedule_then_evaluate(tmp_path, capsys):
                        "--param", "workers=3", "--seed", "4", "--out", str(out_file))
     assert code == 0
     meta = json.loads(out)["metadata"]
-    assert meta["params"] == {"workers": 3} and meta["seed"] == 4
+    assert meta["params"] == {"workers": 3, "strict": False} and meta["seed"] == 4
     saved = json.loads(out_file.read_text())["metadata"]
     for key in ("scheduler", "params", "seed", "wall_time_s", "cost"):
         assert key in saved

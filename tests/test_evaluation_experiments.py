@@ -1,14 +1,19 @@
 """`streamsched reproduce`: instances, cells, the local/Spark sweep runners and the summaries."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
 
 from streamsched.cli import main
+from streamsched.evaluation import experiments as experiments_package
 from streamsched.evaluation import paper_numbers as paper
-from streamsched.evaluation.experiments import (Cell, build_cluster, build_graph, fischer_chains, reproduce,
-                                                run_cell, run_cells)
+from streamsched.evaluation.experiments import registry
+from streamsched.evaluation.experiments.cells import Cell
+from streamsched.evaluation.experiments.fischer import fischer_chains
+from streamsched.evaluation.experiments.registry import build_cluster, build_graph
+from streamsched.evaluation.experiments.runner import reproduce, run_cell, run_cells
 from streamsched.metrics import evaluate
 from streamsched.schedulers import available, get_scheduler
 
@@ -70,10 +75,10 @@ def test_local_processes_give_the_same_rows_as_sequential():
 
 @pytest.mark.spark
 def test_spark_engine_gives_the_same_rows(spark):
-    from streamsched.pipeline.sweep import run_cells_on_spark
+    from streamsched.pipeline.sweep import map_on_spark
 
     cells = [Cell("t", "even", w, "homogeneous-10", models=("default", "cpu-bound")) for w in ("linear-10", "star-12")]
-    assert [stable(r) for r in run_cells_on_spark(cells, spark)] == [stable(r) for r in run_cells(cells)]
+    assert [stable(r) for r in map_on_spark(run_cell, cells, spark)] == [stable(r) for r in run_cells(cells)]
 
 
 def test_thesis_quick_writes_tables_figures_and_names_missing(tmp_path):
@@ -130,3 +135,56 @@ def test_cli_reproduce_fischer_quick(tmp_path):
     md = (tmp_path / "comparison.md").read_text()
     assert "| payload | 10 | metis |" in md
     assert (tmp_path / "figures" / "tuple-size.png").exists()
+
+
+TOY = """
+from streamsched.evaluation.experiments.cells import Cell, Experiment
+
+
+def list_cells(schedulers, quick, seed):
+    return [Cell("toy", s, "linear-10", "toy-cluster", seed) for s in schedulers]
+
+
+def toy_cluster(name):
+    from streamsched import workloads
+
+    return workloads.cluster("homogeneous-10") if name == "toy-cluster" else None
+
+
+EXPERIMENT = Experiment("NAME", "a one-file reproduction", ("even",), list_cells, lambda rows, out: [],
+                        cluster=toy_cluster)
+"""
+
+
+@pytest.fixture
+def add_experiment_file(tmp_path, monkeypatch):
+    """Adds one module to the experiments package (its path extended by ``tmp_path``) and
+    resets the registry; the module is forgotten afterwards."""
+    module = "streamsched.evaluation.experiments.toy_reproduction"
+
+    def add(name: str) -> None:
+        (tmp_path / "toy_reproduction.py").write_text(TOY.replace("NAME", name))
+        monkeypatch.setattr(experiments_package, "__path__", [*experiments_package.__path__, str(tmp_path)])
+        monkeypatch.setattr(registry, "_EXPERIMENTS", {})
+
+    yield add
+    sys.modules.pop(module, None)
+
+
+def test_one_file_adds_a_reproduction(tmp_path, add_experiment_file):
+    add_experiment_file("toy")
+    assert list(registry.experiments()) == ["fischer", "micro-optimum", "section6", "thesis", "toy"]
+    result = reproduce("toy", tmp_path / "out")
+    (row,) = result.rows
+    # its own cluster name resolves through the module; even places linear-10 like a direct run
+    graph, cluster = build_graph("linear-10"), build_cluster("homogeneous-10")
+    expected = evaluate(graph, get_scheduler("even").schedule(graph, cluster), cluster)
+    assert row["status"] == "ok" and row["nodes"] == 10
+    assert row["inter_node_traffic"] == expected["inter_node_traffic"]
+    assert {p.name for p in result.written} == {"results.csv", "results.json"}
+
+
+def test_two_experiments_of_one_name_are_refused(add_experiment_file):
+    add_experiment_file("thesis")
+    with pytest.raises(ValueError, match="'thesis' defined twice"):
+        registry.experiments()

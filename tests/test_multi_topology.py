@@ -121,7 +121,7 @@ def test_cli_several_topologies_that_do_not_fit_exit_3(capsys):
 
 def test_compare_runs_the_greedy_schedulers_side_by_side(capsys):
     code = main(["compare", "-w", "diamond-16", "-c", "heterogeneous-10", "--schedulers",
-                 "t3,ols,r-storm,top-storm,a3-storm,ban-storm,isolation", "--json"])
+                 "t3,ols,r-storm,top-storm,a3-storm,ban-storm,isolation", "-p", "machines=diamond-16=3", "--json"])
     assert code == 0
     rows = json.loads(capsys.readouterr().out)["results"]
     assert [r["scheduler"] for r in rows] == ["t3", "ols", "r-storm", "top-storm", "a3-storm", "ban-storm", "isolation"]

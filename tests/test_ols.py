@@ -12,7 +12,8 @@ from streamsched import workloads
 from streamsched.metrics import nodes_used
 from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.schedulers import get_scheduler
-from streamsched.schedulers.ols import ols_plan, should_reschedule
+from streamsched.schedulers.ols import ols_plan
+from streamsched.schedulers.replanning import should_reschedule
 
 
 def four_tasks() -> TaskGraph:

@@ -28,10 +28,11 @@ def test_star_30_heterogeneous_is_86_and_proven():
 
 def test_time_limit_returns_best_found_with_gap():
     """wordcount (fields grouping: no two count tasks alike) is too big for the configuration
-    model; 0.2 s proves nothing, so the status is feasible with an honest gap."""
+    model; 0.2 s proves nothing, so the status is feasible with an honest gap (the assignment
+    model, or search alone when even building it would take too much of the 0.2 s)."""
     g, c = workload("wordcount"), cluster("high-low-1-2")
     meta = get_scheduler("optimal", time_limit=0.2).schedule(g, c).metadata
-    assert meta["status"] == "feasible" and meta["formulation"] == "assignment"
+    assert meta["status"] == "feasible" and meta["formulation"] in ("assignment", "neighbourhoods")
     assert 0 <= meta["bound"] < meta["cost"]
     assert meta["gap"] == pytest.approx((meta["cost"] - meta["bound"]) / meta["cost"])
 

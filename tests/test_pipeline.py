@@ -1,5 +1,5 @@
-"""The JVM-free half of the monitoring pipeline: snapshot store, generator, exports, re-planning
-and the CLI commands that need no Spark."""
+"""The JVM-free half of the monitoring pipeline: snapshot store, generator, exports and the CLI
+commands that need no Spark (re-planning: test_replanning.py)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ import pytest
 
 from streamsched import workloads
 from streamsched.cli import main
-from streamsched.errors import InfeasibleError, InputError
-from streamsched.metrics import inter_node_traffic
+from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
+from streamsched.model.graph_files import read_graph
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.pipeline import store as store_module
 from streamsched.pipeline.export import exported_tasks, export, storm_assignment
 from streamsched.pipeline.generate import generate_metrics
-from streamsched.pipeline.replan import Replanner, repair
 from streamsched.pipeline.store import list_snapshots, load_snapshot, read_manifest, write_snapshot
 from streamsched.schedulers import get_scheduler
 
@@ -51,7 +50,7 @@ def test_snapshot_written_then_read_gives_the_same_graph(tmp_path):
     # History is kept: a second snapshot gets the next number; the core reader loads it directly.
     second = write_snapshot(tmp_path, graph, {"window": {"end": 1.7e9 + 60}})
     assert list_snapshots(tmp_path, "taxi-routes") == [path, second]
-    assert TaskGraph.read(second / "taxi-routes.parquet").n_edges == graph.n_edges
+    assert read_graph(second / "taxi-routes.parquet").n_edges == graph.n_edges
 
 
 def test_failed_write_leaves_no_half_snapshot(tmp_path, monkeypatch):
@@ -197,50 +196,6 @@ def test_invalid_placement_is_not_exported():
     cluster = Cluster.from_types("tiny", (2, {"capacity": 3}))
     with pytest.raises(InputError, match="cannot be exported"):
         export("storm", graph, cluster, Placement.build(np.zeros(10)))
-
-
-# --------------------------------------------------------------------------------- re-plan
-def test_repair_moves_only_the_tasks_of_a_node_that_left():
-    graph = workloads.workload("diamond-12")
-    cluster = workloads.cluster("homogeneous-10")
-    placement = get_scheduler("even").schedule(graph, cluster)
-    names = {int(t): cluster.nodes[k].name for t, k in zip(graph.task_ids, placement.node_of)}
-    left = cluster.nodes[int(placement.node_of[0])].name
-    smaller = Cluster("nine", tuple(n for n in cluster.nodes if n.name != left))
-    repaired, moved = repair(graph, smaller, names)
-    assert repaired.is_valid(graph, smaller)
-    assert moved == sum(1 for v in names.values() if v == left)
-    for t, k in zip(graph.task_ids, repaired.node_of):
-        if names[int(t)] != left:
-            assert smaller.nodes[k].name == names[int(t)]
-    # A node joining moves nothing.
-    bigger = Cluster("eleven", cluster.nodes + (cluster.nodes[0].__class__(name="new", capacity=4),))
-    assert repair(graph, bigger, names)[1] == 0
-
-
-def test_repair_prefers_the_node_of_the_displaced_tasks_partner():
-    # Tasks 0-1 exchange 10, 2-3 exchange 1; node "gone" held task 1.
-    graph = TaskGraph.build("g", ["x"], [0, 0, 0, 0], np.ones(4), [0, 2], [1, 3], [10.0, 1.0])
-    cluster = Cluster("c", tuple(Cluster.from_types("c", (3, {"capacity": 2})).nodes))
-    names = {0: "n1", 1: "gone", 2: "n2", 3: "n3"}
-    placement, moved = repair(graph, cluster, names)
-    assert moved == 1 and cluster.nodes[placement.node_of[1]].name == "n1"
-    with pytest.raises(InfeasibleError):
-        repair(graph, Cluster.from_types("c", (1, {"capacity": 3})), names)
-
-
-def test_replanner_threshold_rule():
-    cluster = Cluster.from_types("c", (2, {"capacity": 2}))
-    planner = Replanner(get_scheduler("ols"), cluster, threshold_pct=50.0)
-    pairs = TaskGraph.build("app", ["x"], [0] * 4, np.ones(4), [0, 2, 0], [1, 3, 2], [10.0, 10.0, 1.0])
-    first = planner.on_graph(pairs)
-    assert first.emitted and first.why == "initial"
-    assert not planner.on_graph(pairs).emitted  # nothing to gain
-    swapped = TaskGraph.build("app", ["x"], [0] * 4, np.ones(4), [0, 1, 0], [2, 3, 1], [10.0, 10.0, 1.0])
-    decision = planner.on_graph(swapped)
-    current = planner.current["app"][1]
-    assert decision.emitted and decision.why == "improvement"
-    assert inter_node_traffic(swapped, current) == decision.traffic_proposed < decision.traffic_current
 
 
 # -------------------------------------------------------------------------------------- CLI

@@ -13,7 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamsched.errors import InputError
-from streamsched.pipeline import native
+from streamsched.pipeline import native_reader, row_checks
+from streamsched.pipeline.blocks import BLOCK, blobs, floats, pack, read_blocks
+from streamsched.pipeline.merge import MergeWindow, merge_group
 
 T0 = 1_700_000_000
 RANGE = (946684800.0, 4102444800.0)
@@ -23,8 +25,8 @@ def _text(**columns: list) -> dict[str, pa.Array]:
     return {k: pa.array(v, pa.string()) for k, v in columns.items()}
 
 
-def _reasons(checked: native.Validated) -> list[str | None]:
-    return [native._ROW_REASONS[c] for c in checked.reason]
+def _reasons(checked: row_checks.Validated) -> list[str | None]:
+    return [row_checks.ROW_REASONS[c] for c in checked.reason]
 
 
 def test_row_checks_first_failing_reason_wins():
@@ -32,19 +34,19 @@ def test_row_checks_first_failing_reason_wins():
         (f"{T0}", "t", "1", "2", "5", "50", None),
         (f" {T0} ", " t ", " 3 ", "2", "5.5", "", None),          # trimmed; missing bytes = 0
         (f"{T0}", "t", "1", "2", "1e3", "+7", None),
-        (f"{T0}", "", "1", "2", "5", "1", native.MISSING),
-        (f"{T0}", "t", "1", "2", "abc", "1", native.WRONG_TYPE),
-        (f"{T0}", "t", "1.0", "2", "5", "1", native.WRONG_TYPE),   # task ids are integers
-        (f"{T0}", "t", "1", "2", "5", "x", native.WRONG_TYPE),     # an optional field must still parse
-        (f"{T0}", "t", "1", "2", "-1", "1", native.NEGATIVE),
-        (f"{T0}", "t", "1", "2", "NaN", "1", native.NEGATIVE),
-        (f"{T0}", "t", "1", "2", "5", "inf", native.NEGATIVE),
-        ("5", "t", "1", "2", "5", "1", native.OUT_OF_RANGE),
-        ("", "t", "1", "2", "abc", "-1", native.MISSING),          # missing before wrong type
-        ("5", "t", "1", "2", "-1", "1", native.NEGATIVE),          # negative before out of range
+        (f"{T0}", "", "1", "2", "5", "1", row_checks.MISSING),
+        (f"{T0}", "t", "1", "2", "abc", "1", row_checks.WRONG_TYPE),
+        (f"{T0}", "t", "1.0", "2", "5", "1", row_checks.WRONG_TYPE),   # task ids are integers
+        (f"{T0}", "t", "1", "2", "5", "x", row_checks.WRONG_TYPE),     # an optional field must still parse
+        (f"{T0}", "t", "1", "2", "-1", "1", row_checks.NEGATIVE),
+        (f"{T0}", "t", "1", "2", "NaN", "1", row_checks.NEGATIVE),
+        (f"{T0}", "t", "1", "2", "5", "inf", row_checks.NEGATIVE),
+        ("5", "t", "1", "2", "5", "1", row_checks.OUT_OF_RANGE),
+        ("", "t", "1", "2", "abc", "-1", row_checks.MISSING),          # missing before wrong type
+        ("5", "t", "1", "2", "-1", "1", row_checks.NEGATIVE),          # negative before out of range
     ]
-    columns = _text(**{f: [r[k] for r in rows] for k, f in enumerate(native.TRAFFIC_FIELDS)})
-    checked = native.validate(columns, "traffic", RANGE)
+    columns = _text(**{f: [r[k] for r in rows] for k, f in enumerate(native_reader.TRAFFIC_FIELDS)})
+    checked = row_checks.validate(columns, "traffic", RANGE)
     assert _reasons(checked) == [r[-1] for r in rows]
     assert checked.values["src_task"][1] == 3 and checked.values["bytes"][1] == 0.0
     assert checked.values["tuples"][2] == 1000.0 and checked.values["bytes"][2] == 7.0
@@ -55,9 +57,9 @@ def test_typed_parquet_columns_are_checked_as_numbers(tmp_path):
     path = tmp_path / "load-x.parquet"
     pq.write_table(pa.table({"timestamp": [T0, T0, T0, None], "topology": ["t"] * 4, "task": [3.0, 3.5, 4.0, 5.0],
                              "load": [0.5, 1.0, -2.0, 1.0]}), path)
-    batches = list(native.read_file(path, "load"))
-    checked = native.validate(batches[0][0], "load", RANGE)
-    assert _reasons(checked) == [None, native.WRONG_TYPE, native.NEGATIVE, native.MISSING]
+    batches = list(native_reader.read_file(path, "load"))
+    checked = row_checks.validate(batches[0][0], "load", RANGE)
+    assert _reasons(checked) == [None, row_checks.WRONG_TYPE, row_checks.NEGATIVE, row_checks.MISSING]
     assert checked.values["task"][0] == 3
     assert checked.values["operator"].to_pylist() == ["task"] * 4  # no operator column: "task"
 
@@ -72,12 +74,12 @@ def test_jsonl_values_as_text_and_broken_lines(tmp_path):
         '{"timestamp": ',
         "",
     ]) + "\n")
-    blocks = pa.Table.from_batches(list(native.read_blocks(str(path), "traffic", RANGE)), schema=native.BLOCK)
+    blocks = pa.Table.from_batches(list(read_blocks(str(path), "traffic", RANGE)), schema=BLOCK)
     by_part = {p: blocks.filter(pa.compute.equal(blocks["part"], p)) for p in ("block", "rejected", "count")}
     assert by_part["count"]["rows"].to_pylist() == [5]  # the empty line is not a record
-    assert sorted(by_part["rejected"]["reason"].to_pylist()) == [native.MALFORMED, native.MALFORMED, native.WRONG_TYPE]
+    assert sorted(by_part["rejected"]["reason"].to_pylist()) == [row_checks.MALFORMED, row_checks.MALFORMED, row_checks.WRONG_TYPE]
     assert by_part["block"]["rows"].to_pylist() == [2]
-    ts, counts = native.floats(by_part["block"]["ts"])
+    ts, counts = floats(by_part["block"]["ts"])
     assert ts.tolist() == [T0, T0] and counts.tolist() == [2]
 
 
@@ -85,19 +87,19 @@ def test_csv_header_must_name_the_required_columns(tmp_path):
     path = tmp_path / "traffic-bad.csv"
     path.write_text("timestamp,topology,src_task,tuples\n1,t,1,1\n")
     with pytest.raises(InputError, match=r"traffic-bad.csv: line 1: missing column 'dst_task'"):
-        native.check_header(path, "traffic")
-    native.check_header(tmp_path / "traffic-bad.jsonl", "traffic")  # JSON lines: checked per row
+        native_reader.check_header(path, "traffic")
+    native_reader.check_header(tmp_path / "traffic-bad.jsonl", "traffic")  # JSON lines: checked per row
 
 
 def test_blobs_round_trip_with_nulls_and_slices():
     values = np.arange(7, dtype=float)
-    column = native.blobs(values, np.array([0, 3, 3, 7]))
-    got, counts = native.floats(column)
+    column = blobs(values, np.array([0, 3, 3, 7]))
+    got, counts = floats(column)
     assert got.tolist() == values.tolist() and counts.tolist() == [3, 0, 4]
-    got, counts = native.floats(column.slice(1))
+    got, counts = floats(column.slice(1))
     assert got.tolist() == [3.0, 4.0, 5.0, 6.0] and counts.tolist() == [0, 4]
     with_null = pa.concat_arrays([column, pa.nulls(1, pa.binary())])
-    assert native.floats(with_null)[1].tolist() == [3, 0, 4, 0]
+    assert floats(with_null)[1].tolist() == [3, 0, 4, 0]
 
 
 @pytest.mark.parametrize("big", [False, True])
@@ -106,12 +108,12 @@ def test_pack_puts_each_pair_in_one_block(big):
     rows = {"timestamp": np.array([3.0, 1.0, 2.0, 1.0, 5.0]), "topology": pa.array(["t", "t", "u", "t", "t"]),
             "a": np.array([1, 1, 1, 2, 1]) + base, "b": np.array([2, 2, 2, 1, 2]) + base,
             "v1": np.array([30.0, 10.0, 20.0, 11.0, 50.0]), "v2": np.zeros(5), "source": "f"}
-    packed = native.pack(rows, "traffic")
+    packed = pack(rows, "traffic")
     blocks = {(t, a - base, b - base): n for t, a, b, n in zip(
         packed.column("topology").to_pylist(), packed.column("a").to_pylist(), packed.column("b").to_pylist(),
         packed.column("rows").to_pylist())}
     assert blocks == {("t", 1, 2): 3, ("t", 2, 1): 1, ("u", 1, 2): 1}
-    v1, counts = native.floats(packed.column("v1"))
+    v1, counts = floats(packed.column("v1"))
     pieces = np.split(v1, np.cumsum(counts)[:-1])
     first = [k for k, (t, a) in enumerate(zip(packed.column("topology").to_pylist(), packed.column("a").to_pylist()))
              if t == "t" and a == 1 + base][0]
@@ -128,8 +130,8 @@ def _group(kind: str, blocks: list[tuple[list[float], list[float], bool, str]], 
             rows.update(b=np.full(len(ts), b), v2=np.array(v1, float) * 10)
         else:
             rows["operator"] = pa.array([label] * len(ts))
-        batches.append(native.pack(rows, kind, checked))
-    return pa.Table.from_batches(batches, schema=native.BLOCK)
+        batches.append(pack(rows, kind, checked))
+    return pa.Table.from_batches(batches, schema=BLOCK)
 
 
 def _rejected(merged: pa.Table) -> list[tuple[str, dict]]:
@@ -138,36 +140,36 @@ def _rejected(merged: pa.Table) -> list[tuple[str, dict]]:
 
 
 def test_merge_keeps_the_smallest_copy_of_a_duplicate():
-    checks = native.Checks(RANGE, 10.0)
+    checks = MergeWindow(10.0)
     group = _group("traffic", [([T0 + 1, T0 + 2], [5.0, 7.0], True, "f1"), ([T0 + 2, T0 + 9], [6.0, 1.0], True, "f2"),
                                ([T0 + 2], [100.0], False, "log")])
-    merged = native.merge_group(group, checks, None)
+    merged = merge_group(group, checks, None)
     summary = merged.filter(pa.compute.equal(merged["part"], "summary"))
     # The second T0+2 row of the checked blocks is a duplicate; the unchecked row never is.
-    assert _rejected(merged) == [(native.DUPLICATE, T0 + 2)]
+    assert _rejected(merged) == [(row_checks.DUPLICATE, T0 + 2)]
     bad = merged.filter(pa.compute.equal(merged["part"], "rejected"))
     assert json.loads(bad["raw"][0].as_py())["tuples"] == 7.0 and bad["source"].to_pylist() == ["f1"]
     assert summary["rows"].to_pylist() == [3]  # accepted rows that were still to check
     assert summary["last"].to_pylist() == [T0 + 9]
-    ts, _ = native.floats(summary["ts"])
-    v1, _ = native.floats(summary["v1"])
+    ts, _ = floats(summary["ts"])
+    v1, _ = floats(summary["v1"])
     assert sorted(zip(ts.tolist(), v1.tolist())) == [(T0 + 1, 5.0), (T0 + 2, 6.0), (T0 + 2, 100.0), (T0 + 9, 1.0)]
 
 
 def test_merge_marks_every_checked_row_of_an_undeclared_pair():
-    checks = native.Checks(RANGE, 10.0)
+    checks = MergeWindow(10.0)
     group = _group("traffic", [([T0, T0], [1.0, 1.0], True, "f")], a=1, b=9)
-    merged = native.merge_group(group, checks, {"t": {1, 2}})
-    assert _rejected(merged) == [(native.UNKNOWN_TASK, T0), (native.UNKNOWN_TASK, T0)]
+    merged = merge_group(group, checks, {"t": {1, 2}})
+    assert _rejected(merged) == [(row_checks.UNKNOWN_TASK, T0), (row_checks.UNKNOWN_TASK, T0)]
     assert merged.filter(pa.compute.equal(merged["part"], "summary"))["rows"].to_pylist() == [0]
     # A topology declaring no task is not checked.
-    assert _rejected(native.merge_group(group, checks, {"other": {1}})) == [(native.DUPLICATE, T0)]
+    assert _rejected(merge_group(group, checks, {"other": {1}})) == [(row_checks.DUPLICATE, T0)]
 
 
 def test_load_duplicates_are_per_operator():
-    checks = native.Checks(RANGE, 10.0)
+    checks = MergeWindow(10.0)
     group = _group("load", [([T0, T0], [2.0, 1.0], True, "op-a"), ([T0], [3.0], True, "op-b")], b=None)
-    merged = native.merge_group(group, checks, None)
+    merged = merge_group(group, checks, None)
     bad = merged.filter(pa.compute.equal(merged["part"], "rejected"))
     assert [json.loads(r)["load"] for r in bad["raw"].to_pylist()] == [2.0]
     assert merged.filter(pa.compute.equal(merged["part"], "summary"))["operator"].to_pylist() == ["op-a"]
@@ -184,8 +186,8 @@ def test_merge_against_brute_force_on_random_groups():
         if not any(len(b[0]) for b in blocks):
             continue
         end = None if trial % 2 else float(T0 + 4)
-        checks = native.Checks(RANGE, 3.0, end=end)
-        merged = native.merge_group(_group("traffic", blocks), checks, None)
+        checks = MergeWindow(3.0, end=end)
+        merged = merge_group(_group("traffic", blocks), checks, None)
         # Brute force: the first copy (smallest value) of each checked timestamp is kept.
         seen: dict[float, float] = {}
         kept, duplicates = [], 0
@@ -208,8 +210,8 @@ def test_merge_against_brute_force_on_random_groups():
             continue
         last = max(t for t, _ in considered)
         assert summary["last"][0].as_py() == last
-        ts, _ = native.floats(summary["ts"])
-        v1, _ = native.floats(summary["v1"])
+        ts, _ = floats(summary["ts"])
+        v1, _ = floats(summary["v1"])
         assert sorted(zip(ts.tolist(), v1.tolist())) == sorted((t, v) for t, v in considered if t > last - 3.0)
 
 
@@ -217,7 +219,7 @@ def test_read_blocks_counts_add_up(tmp_path):
     path = tmp_path / "traffic-a.csv"
     path.write_text("timestamp,topology,src_task,dst_task,tuples,bytes\n"
                     f"{T0},t,1,2,5,50\n{T0},t,1,2,5,50\n{T0},t,1\n{T0},t,1,2,-5,0\n{T0 + 1},t,2,1,1,1\n")
-    table = pa.Table.from_batches(list(native.read_blocks(str(path), "traffic", RANGE)), schema=native.BLOCK)
+    table = pa.Table.from_batches(list(read_blocks(str(path), "traffic", RANGE)), schema=BLOCK)
     part = table["part"].to_pylist()
     read = sum(r for p, r in zip(part, table["rows"].to_pylist()) if p == "count")
     in_blocks = sum(r for p, r in zip(part, table["rows"].to_pylist()) if p == "block")
@@ -232,8 +234,8 @@ def test_jsonl_clean_and_broken_files_read_alike(tmp_path):
     (tmp_path / "traffic-broken.jsonl").write_text("\n".join(broken) + "\n")  # line by line
 
     def summary(name: str) -> tuple[int, list, list]:
-        table = pa.Table.from_batches(list(native.read_blocks(str(tmp_path / name), "traffic", RANGE)),
-                                      schema=native.BLOCK)
+        table = pa.Table.from_batches(list(read_blocks(str(tmp_path / name), "traffic", RANGE)),
+                                      schema=BLOCK)
         parts = table["part"].to_pylist()
         read = sum(r for p, r in zip(parts, table["rows"].to_pylist()) if p == "count")
         blocks = sorted((a, r) for p, a, r in zip(parts, table["a"].to_pylist(), table["rows"].to_pylist()) if p == "block")
@@ -251,11 +253,11 @@ def test_parquet_with_unusable_columns(tmp_path):
     binary = tmp_path / "traffic-bin.parquet"
     pq.write_table(pa.table({"timestamp": [float(T0)], "topology": ["t"], "src_task": [1], "dst_task": [2],
                              "tuples": pa.array([b"\x01"], pa.binary())}), binary)
-    table = pa.Table.from_batches(list(native.read_blocks(str(binary), "traffic", RANGE)), schema=native.BLOCK)
-    assert table["reason"].to_pylist() == [native.WRONG_TYPE, "read"]
+    table = pa.Table.from_batches(list(read_blocks(str(binary), "traffic", RANGE)), schema=BLOCK)
+    assert table["reason"].to_pylist() == [row_checks.WRONG_TYPE, "read"]
     nested = tmp_path / "traffic-nested.parquet"
     pq.write_table(pa.table({"timestamp": [float(T0)], "topology": [{"x": 1}], "src_task": [1], "dst_task": [2],
                              "tuples": [1.0]}), nested)
-    table = pa.Table.from_batches(list(native.read_blocks(str(nested), "traffic", RANGE)), schema=native.BLOCK)
+    table = pa.Table.from_batches(list(read_blocks(str(nested), "traffic", RANGE)), schema=BLOCK)
     assert table["part"].to_pylist() == ["error"]
     assert table["raw"][0].as_py().startswith(f"{nested}: ")

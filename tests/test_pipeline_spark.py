@@ -19,10 +19,12 @@ import pytest
 from streamsched import workloads
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
-from streamsched.pipeline import native
+from streamsched.pipeline.blocks import BLOCK, blobs
 from streamsched.pipeline.generate import generate_metrics
 from streamsched.pipeline.ingest import Window, ingest, window_rates
-from streamsched.pipeline.replan import Replanner
+from streamsched.pipeline.merge import MergeWindow, merge_group
+from streamsched.schedulers.base import Scheduler
+from streamsched.schedulers.replanning import Replanner
 from streamsched.pipeline.sources import Options
 from streamsched.pipeline.store import list_snapshots, load_snapshot, read_manifest
 from streamsched.pipeline.watch import Watch
@@ -138,19 +140,19 @@ def test_generated_metrics_round_trip_exactly(spark_small, tmp_path):
 def _block(kind: str, a: int, b: int | None, ts: list[float], v1: list[float]) -> pa.RecordBatch:
     fields = {"part": ["block"], "kind": [kind], "topology": ["t"], "a": [a], "b": [b], "checked": [True],
               "operator": [None if kind == "traffic" else "op"], "source": ["f"], "rows": [len(ts)]}
-    arrays = [native.blobs(np.asarray(v, float), [0, len(ts)]) for v in (ts, v1, [0.0] * len(ts))]
-    columns = {f.name: pa.array(fields.get(f.name, [None]), f.type) for f in native.BLOCK}
+    arrays = [blobs(np.asarray(v, float), [0, len(ts)]) for v in (ts, v1, [0.0] * len(ts))]
+    columns = {f.name: pa.array(fields.get(f.name, [None]), f.type) for f in BLOCK}
     columns.update(zip(("ts", "v1", "v2"), arrays))
-    return pa.RecordBatch.from_pydict(columns, schema=native.BLOCK)
+    return pa.RecordBatch.from_pydict(columns, schema=BLOCK)
 
 
 def test_exponential_weighting_matches_hand_formula():
     h = 4.0
-    checks = native.Checks((0.0, 1e10), 60.0, half_life_s=h)
+    checks = MergeWindow(60.0, half_life_s=h)
     pair = pa.Table.from_batches([_block("traffic", 1, 2, [float(T0 + k) for k in range(5)], [10.0] * 5)])
     # A second block of the same task: the two samples merge (weights from the task's latest).
     task = pa.Table.from_batches([_block("load", 1, None, [float(T0)], [2.0]), _block("load", 1, None, [float(T0 + 4)], [4.0])])
-    summaries = pa.concat_tables([native.merge_group(pair, checks, None), native.merge_group(task, checks, None)])
+    summaries = pa.concat_tables([merge_group(pair, checks, None), merge_group(task, checks, None)])
     ends, rates, loads = window_rates(summaries, Window(half_life_s=h))
     weights = 2.0 ** (-np.arange(5) / h)
     assert ends == {"t": T0 + 4}
@@ -161,12 +163,14 @@ def test_exponential_weighting_matches_hand_formula():
     assert later[0]["rate"] == pytest.approx(rates[0]["rate"] * 2 ** (-2 / h))
 
 
-class _BruteForce:
-    """Optimal placement of a tiny graph (what the threshold rule is checked against)."""
+class _BruteForce(Scheduler):
+    """Optimal placement of a tiny graph (what the threshold rule of the default ``replan`` is
+    checked against)."""
 
     name = "brute-force"
+    summary = "every placement tried"
 
-    def schedule(self, graph, cluster, seed=0):
+    def place(self, graph, cluster, params, seed):
         import itertools
 
         from streamsched.metrics import inter_node_traffic
@@ -198,7 +202,7 @@ def test_watch_snapshot_per_window_and_threshold(spark_small, tmp_path):
     cluster_file = tmp_path / "cluster.json"
     cluster_file.write_text(json.dumps({"name": "pair", "nodes": [
         {"name": "a", "capacity": 2}, {"name": "b", "capacity": 2}, {"name": "c", "capacity": 2}]}))
-    planner = Replanner(_BruteForce(), Cluster.load(cluster_file), threshold_pct=10, out_dir=tmp_path / "plans")
+    planner = Replanner(_BruteForce(), Cluster.load(cluster_file), {"threshold_pct": 10}, out_dir=tmp_path / "plans")
     store = tmp_path / "store"
     # Windows 1 and 2: 0->1 and 2->3 carry 100 tuples/s, 0->2 10 (one row per pair per second).
     _write_window(arriving, "w1", T0, [(0, 1, 100), (2, 3, 100), (0, 2, 10)])

@@ -68,11 +68,12 @@ def test_too_large_for_the_cluster_is_refused_early():
 
 
 def test_failure_lists_available_and_required_resources():
+    """R-Storm's own refusals (``strict``: CPU and memory are its hard limits)."""
     roomy = Cluster("roomy", tuple(Node(n.name, 1000.0, cores=n.cores, ram_mb=n.ram_mb) for n in (STRONG, WEAK)))
     with pytest.raises(InfeasibleError, match="'topo4' needs 360 CPU in total; .* have 300 CPU available"):
-        schedule_many(get_scheduler("r-storm"), [TOPO[1], TOPO[2], TOPO[4]], roomy)
+        schedule_many(get_scheduler("r-storm", strict=True), [TOPO[1], TOPO[2], TOPO[4]], roomy)
     with pytest.raises(InfeasibleError) as info:  # 900 of 1000 CPU, but no node has 300 left
-        get_scheduler("r-storm").schedule(topo("three", 3, 300, 100), roomy)
+        get_scheduler("r-storm", strict=True).schedule(topo("three", 3, 300, 100), roomy)
     message = str(info.value)
     assert "executor spout[2] of 'three' needs 300 CPU, 100 MB" in message
     assert "available: strong 200 CPU/3896 MB/load 940, weak 200 CPU/1024 MB/load 1000" in message
@@ -82,7 +83,7 @@ def test_memory_is_a_hard_limit():
     graph = topo("fat", 2, 10, 3000)
     cluster = Cluster("c", (Node("a", 100.0, ram_mb=4096.0), Node("b", 100.0, ram_mb=2048.0)))
     with pytest.raises(InfeasibleError, match="needs 10 CPU, 3000 MB"):
-        get_scheduler("r-storm").schedule(graph, cluster)
+        get_scheduler("r-storm", strict=True).schedule(graph, cluster)
 
 
 def test_backtracking_finds_what_first_fit_misses():
@@ -93,7 +94,7 @@ def test_backtracking_finds_what_first_fit_misses():
     placement = get_scheduler("r-storm", cpu_per_load=1.0).schedule(graph, cluster)
     assert placement.node_of.tolist() == [1, 1, 0]
     with pytest.raises(InfeasibleError, match="after 2 placements"):
-        get_scheduler("r-storm", cpu_per_load=1.0, max_state_search=2).schedule(graph, cluster)
+        get_scheduler("r-storm", cpu_per_load=1.0, max_state_search=2, strict=True).schedule(graph, cluster)
 
 
 def test_executor_order_rstorm_diamond():
@@ -121,7 +122,7 @@ def test_consolidates_micro_benchmark_on_few_nodes():
 def test_more_memory_than_the_cluster_is_refused_at_once():
     graph = topo("huge", 40, 10, 200)
     with pytest.raises(InfeasibleError, match="needs 8000 MB in total; .* have 5120 MB available"):
-        get_scheduler("r-storm").schedule(graph, HETEROGENEOUS)
+        get_scheduler("r-storm", strict=True).schedule(graph, HETEROGENEOUS)
 
 
 def test_storm_defaults_for_unit_load_tasks():

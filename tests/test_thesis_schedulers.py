@@ -145,7 +145,9 @@ def test_capacity_respected_and_given_workers_that_cannot_fit_is_infeasible(name
     placement = get_scheduler(name).schedule(graph, cluster)
     assert placement.violations(graph, cluster) == []
     with pytest.raises(InfeasibleError, match="worker slots"):
-        get_scheduler(name, workers=2).schedule(graph, cluster)  # slots of 10 tasks fit no node
+        get_scheduler(name, workers=2, strict=True).schedule(graph, cluster)  # slots of 10 tasks fit no node
+    repaired = get_scheduler(name, workers=2).schedule(graph, cluster)  # without strict: the capacity repair
+    assert repaired.metadata["repaired"] is True and repaired.violations(graph, cluster) == []
 
 
 def test_wordcount_on_thesis_cluster_uses_one_node():

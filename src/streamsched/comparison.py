@@ -1,23 +1,40 @@
-"""Run several schedulers on one graph and cluster and tabulate their metrics."""
+"""Run several schedulers on one graph and cluster and tabulate their metrics.
+
+``all`` is the cluster family, plus the edge strategies when the cluster has edge nodes. A
+scheduler whose placement would only be another's fallback (``Scheduler.skip_reason``: an edge
+strategy on a cluster without edge nodes, Isolation with no machines dedicated to the graph)
+gets a row with status ``skipped`` and the reason, not a placement.
+
+A scheduler that fails keeps the others' rows: ``InfeasibleError`` gives a row with status
+``infeasible``, any other exception (a crash, ``MemoryError``, ``TimeoutError``) a row with
+status ``error``; both carry the one-line reason in ``error``. Bad input (``InputError``, e.g. a
+parameter outside its domain) still stops the comparison: it is the caller's to fix.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from streamsched.errors import InfeasibleError
+from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
-from streamsched.schedulers import available, scheduler_class
+from streamsched.schedulers import available, family, scheduler_class
+from streamsched.schedulers.base import FAMILIES, has_edge_nodes
 
 
-def resolve_names(spec: str | Iterable[str]) -> list[str]:
-    """``"all"`` or a comma-separated list (or an iterable) of registered names, validated."""
+def resolve_names(spec: str | Iterable[str], cluster: Cluster | None = None) -> list[str]:
+    """``"all"``, a family (``"cluster"``, ``"edge"``) or a comma-separated list (or an
+    iterable) of registered names, validated. ``"all"`` is every scheduler that serves
+    ``cluster`` (the cluster family alone when no cluster is given)."""
     if isinstance(spec, str):
         if spec.strip() == "all":
-            return available()
+            edge = cluster is not None and has_edge_nodes(cluster)
+            return [n for n in available() if scheduler_class(n).family == "cluster" or edge]
+        if spec.strip() in FAMILIES:
+            return family(spec.strip())
         spec = [s.strip() for s in spec.split(",") if s.strip()]
     names = list(spec)
     for name in names:
@@ -45,7 +62,7 @@ def placement_row(name: str, graph: TaskGraph, cluster: Cluster, placement: Plac
     row = {"scheduler": name, **evaluate(graph, placement, cluster)}
     row["wall_time_s"] = meta.get("wall_time_s")
     row["status"] = meta.get("status", "ok" if row["valid"] else "invalid")
-    for key in ("bound", "gap"):
+    for key in ("bound", "gap", "repaired"):
         if key in meta:
             row[key] = meta[key]
     return row
@@ -53,20 +70,38 @@ def placement_row(name: str, graph: TaskGraph, cluster: Cluster, placement: Plac
 
 def run_schedulers(graph: TaskGraph, cluster: Cluster, names: list[str], params: dict[str, Any] | None = None,
                    seed: int = 0, on_start: Callable[[str], None] | None = None) -> list[Outcome]:
-    """Run each scheduler once; an infeasible one gets a row saying why."""
+    """Run each scheduler once; an infeasible or failing one gets a row saying why (status
+    ``infeasible`` or ``error``), and one that does not serve ``cluster`` a ``skipped`` row with
+    its ``reason``."""
     params = params or {}
     outcomes = []
     for name in names:
+        scheduler = scheduler_class(name)(**params_for(name, params))
+        reason = scheduler.skip_reason(graph, cluster)
+        if reason is not None:
+            outcomes.append(Outcome({"scheduler": name, "status": "skipped", "reason": reason}, None))
+            continue
         if on_start:
             on_start(name)
-        scheduler = scheduler_class(name)(**params_for(name, params))
         try:
             placement = scheduler.schedule(graph, cluster, seed=seed)
         except InfeasibleError as exc:
             outcomes.append(Outcome({"scheduler": name, "valid": False, "status": "infeasible", "error": str(exc)}, None))
             continue
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of one scheduler becomes its row
+            outcomes.append(Outcome({"scheduler": name, "valid": False, "status": "error",
+                                     "error": failure_reason(exc)}, None))
+            continue
         outcomes.append(Outcome(placement_row(name, graph, cluster, placement), placement))
     return outcomes
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying what went wrong: the exception's type and the first line of its message."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def compare(graph: TaskGraph, cluster: Cluster, names: list[str], params: dict[str, Any] | None = None,

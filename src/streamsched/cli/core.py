@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -12,12 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched import workloads
-from streamsched.cli import app, err_console
+from streamsched.cli.app import app, err_console
 from streamsched.comparison import compare as run_compare
 from streamsched.comparison import resolve_names
 from streamsched.errors import InputError
 from streamsched.metrics import evaluate as evaluate_placement
 from streamsched.model import Cluster, Placement, TaskGraph, Topology
+from streamsched.model.graph_files import read_graph
 from streamsched.schedulers import available, get_scheduler, scheduler_class
 from streamsched.schedulers.base import schedule_many
 
@@ -44,7 +46,7 @@ def load_graph(workload: Optional[str], graph: Optional[Path]) -> TaskGraph:
 
         if isinstance(read_document(graph), dict) and "operators" in read_document(graph):
             return TaskGraph.from_topology(Topology.load(graph))
-    return TaskGraph.read(graph)
+    return read_graph(graph)
 
 
 def load_cluster(spec: str) -> Cluster:
@@ -72,10 +74,12 @@ def list_(what: str = typer.Argument("all", help="schedulers, workloads, cluster
     if what not in ("all", "schedulers", "workloads", "clusters"):
         raise InputError(f"list: {what!r} is not one of schedulers, workloads, clusters, all")
     if what in ("all", "schedulers"):
-        table = Table("scheduler", "summary", "parameters", title="schedulers")
+        table = Table("scheduler", "family", "objective", "tags", "summary", "parameters", title="schedulers")
         for name in available():
             cls = scheduler_class(name)
-            table.add_row(name, cls.summary, "; ".join(p.describe() for p in cls.params))
+            tags = [tag.replace("_", " ") for tag in ("exact", "randomised", "needs_edge_nodes") if getattr(cls, tag)]
+            table.add_row(name, cls.family, cls.objective, ", ".join(tags), cls.summary,
+                          "; ".join(p.describe() for p in cls.params))
         console.print(table)
     if what in ("all", "workloads"):
         console.print("[bold]workloads:[/bold] " + ", ".join(workloads.workload_names()))
@@ -148,20 +152,32 @@ def evaluate(
     console.print(table)
 
 
+#: Exit code of ``compare`` when some scheduler failed (a row with status ``error``); every
+#: other row, and the report, are still written.
+EXIT_SOME_FAILED = 4
+
+
 @app.command()
 def compare(
     workload: Optional[str] = WorkloadOpt,
     graph: Optional[Path] = GraphOpt,
     cluster: str = ClusterOpt,
-    schedulers: str = typer.Option("all", "--schedulers", help="comma-separated names, or all"),
+    schedulers: str = typer.Option(
+        "all", "--schedulers",
+        help="comma-separated names, a family (cluster, edge), or all: the cluster family, plus the edge "
+             "strategies when the cluster has edge nodes (an edge strategy named on a cluster without any is skipped)"),
     param: Optional[list[str]] = ParamOpt,
     seed: int = typer.Option(0, "--seed"),
     as_json: bool = typer.Option(False, "--json", help="print {\"results\": [...]} as JSON"),
     report: Optional[Path] = typer.Option(None, "--report", help="also write an HTML report (charts, placement pictures, predicted throughput) with .csv/.json beside it"),
 ) -> None:
-    """Run several schedulers on one workload and cluster and compare them."""
+    """Run several schedulers on one workload and cluster and compare them.
+
+    A scheduler that crashes, runs out of memory or times out gets a row with status ``error``
+    and its reason; the other rows are printed and the exit code is 4.
+    """
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
-    names = resolve_names(schedulers)
+    names = resolve_names(schedulers, nodes)
     params = parse_params(param)
     for key in params:
         if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
@@ -180,8 +196,17 @@ def compare(
             written = write_report(report, task_graph, nodes, outcomes, seed=seed)
             err_console.print("report: " + ", ".join(str(p) for p in written), highlight=False)
     if as_json:
-        console.print_json(data={"workload": task_graph.name, "cluster": nodes.name, "seed": seed, "results": rows})
-        return
+        document = {"workload": task_graph.name, "cluster": nodes.name, "seed": seed, "results": rows}
+        console.print_json(data=finite_or_null(document))
+    else:
+        _print_compare_table(task_graph, nodes, seed, rows)
+    failed = [row["scheduler"] for row in rows if row.get("status") == "error"]
+    if failed:
+        err_console.print(f"{len(failed)} of {len(rows)} schedulers failed: {', '.join(failed)}", highlight=False)
+        raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: list[dict[str, Any]]) -> None:
     columns = {"scheduler": "scheduler", "inter_node_traffic": "inter-node", "inter_worker_traffic": "inter-worker",
                "nodes_used": "nodes", "load_imbalance": "imbalance", "wall_time_s": "time (s)", "status": "status"}
     table = Table(*columns.values(), title=f"{task_graph.name} on {nodes.name} (seed {seed}); traffic in tuples/s")
@@ -191,6 +216,20 @@ def compare(
     for row in rows:
         if row.get("error"):
             err_console.print(f"{row['scheduler']}: {row['error']}", highlight=False)
+        if row.get("status") == "skipped":
+            err_console.print(f"{row['scheduler']}: skipped: {row['reason']}", highlight=False)
+
+
+def finite_or_null(value: Any) -> Any:
+    """``value`` with every infinite or NaN float replaced by None (JSON has no such numbers:
+    a gap of inf without a bound must still print as a document every parser reads)."""
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _fmt(value: Any) -> str:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from streamsched.cli import app
+from streamsched.cli.app import app
 from streamsched.errors import InputError
 
 console = Console()

@@ -10,10 +10,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from streamsched.cli import app, err_console
+from streamsched.cli.app import app, err_console
 from streamsched.cli.core import ClusterOpt, GraphOpt, WorkloadOpt, load_cluster, load_graph
 from streamsched.errors import InputError
-from streamsched.evaluation.experiments import EXPERIMENTS, reproduce as run_reproduction
+from streamsched.evaluation.experiments.registry import experiments
+from streamsched.evaluation.experiments.runner import reproduce as run_reproduction
 from streamsched.evaluation.performance import REGIMES, predict as predict_placement, regime
 from streamsched.model import Placement
 
@@ -22,7 +23,7 @@ console = Console()
 
 @app.command()
 def reproduce(
-    name: str = typer.Argument(..., help="experiment: " + ", ".join(EXPERIMENTS) + ", or list"),
+    name: str = typer.Argument(..., help="experiment: " + ", ".join(experiments()) + ", or list"),
     out: Path = typer.Option(Path("reproduction"), "--out", "-o", help="directory for tables, figures and rows"),
     schedulers: Optional[str] = typer.Option(None, "--schedulers", help="comma-separated names (default: the paper's)"),
     quick: bool = typer.Option(False, "--quick", help="a small subset of the grid (minutes -> seconds)"),
@@ -34,7 +35,7 @@ def reproduce(
     results.csv/.json and figures/*.png into --out (see docs/reproduction.md)."""
     if name == "list":
         table = Table("experiment", "what", "schedulers", title="experiments")
-        for exp in EXPERIMENTS.values():
+        for exp in experiments().values():
             table.add_row(exp.name, exp.summary, ", ".join(exp.schedulers))
         console.print(table)
         return

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from streamsched.cli import app, err_console
+from streamsched.cli.app import app, err_console
 from streamsched.cli.core import ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, console, load_cluster, load_graph, parse_params
 from streamsched.metrics import evaluate as evaluate_placement
 from streamsched.model import Placement

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from streamsched.cli import app, err_console
+from streamsched.cli.app import app, err_console
 from streamsched.cli.core import ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, load_cluster, load_graph, parse_params
 from streamsched.errors import InputError
 from streamsched.model import Placement
@@ -106,7 +106,10 @@ def watch(
     cluster: str = ClusterOpt,
     scheduler: str = typer.Option("ols", "--scheduler", "-s", help="scheduler that re-plans"),
     param: Optional[list[str]] = ParamOpt,
-    threshold: float = typer.Option(1.0, "--threshold", help="emit only if inter-node traffic drops >= this %"),
+    threshold: Optional[float] = typer.Option(
+        None, "--threshold", help="adopt a fresh plan only if inter-node traffic drops >= this % (default 1)"),
+    migration_cost: Optional[float] = typer.Option(
+        None, "--migration-cost", help="optimal only: re-plan exactly, pricing each moved task (default 1)"),
     window: float = typer.Option(60.0, "--window", help="tumbling window, s"),
     lateness: float = typer.Option(0.0, "--lateness", help="watermark delay, s"),
     poll: float = typer.Option(5.0, "--poll", help="trigger interval, s"),
@@ -116,18 +119,27 @@ def watch(
     seed: int = typer.Option(0, "--seed"),
     master: str = MasterOpt,
 ) -> None:
-    """Structured Streaming: a snapshot per window; re-plan, emit when the threshold is crossed."""
-    from streamsched.pipeline.replan import Replanner
+    """Structured Streaming: a snapshot per window; re-plan (the scheduler's ``replan``), emit
+    an assignment when a task moves."""
     from streamsched.pipeline.watch import Watch
     from streamsched.schedulers import get_scheduler
+    from streamsched.schedulers.replanning import Replanner
 
     if not directory.is_dir():
         raise InputError(f"{directory}: not a directory")
-    if not 0 <= threshold <= 100:
-        raise InputError(f"--threshold: must be in [0, 100], got {threshold}")
+    planner_scheduler = get_scheduler(scheduler, **parse_params(param))
+    declared = {option.name for option in planner_scheduler.replan_options}
+    options = {}
+    for flag, key, value in (("--threshold", "threshold_pct", threshold), ("--migration-cost", "migration_cost", migration_cost)):
+        if value is None:
+            continue
+        if key not in declared:
+            raise InputError(f"{flag}: scheduler {scheduler!r} does not re-plan with it (it takes: "
+                             f"{', '.join(sorted(declared)) or 'nothing'})")
+        options[key] = value
+    planner_scheduler.replan_settings(options)  # a bad value fails now, naming the option
     cluster_file = Path(cluster) if Path(cluster).exists() else None
-    planner = Replanner(get_scheduler(scheduler, **parse_params(param)), load_cluster(cluster), threshold, seed,
-                        out or store / "assignments")
+    planner = Replanner(planner_scheduler, load_cluster(cluster), options, seed, out or store / "assignments")
     runner = Watch(_spark(master), directory, store, planner, window_s=window, lateness_s=lateness,
                    cluster_file=cluster_file)
     _print(runner.run(available_now=once, poll_s=poll, timeout_s=timeout), False)
@@ -176,8 +188,8 @@ def pipeline_demo(
     master: str = MasterOpt,
 ) -> None:
     """generate -> ingest on Spark -> snapshot -> schedule, in one command."""
-    from streamsched.pipeline.run import run_pipeline
+    from streamsched.demo import run_demo
 
-    result = run_pipeline(_spark(master), workload, load_cluster(cluster), out, scheduler, rows, dirty, seed,
-                          params=parse_params(param))
+    result = run_demo(_spark(master), workload, load_cluster(cluster), out, scheduler, rows, dirty, seed,
+                      params=parse_params(param))
     _print(result, False)

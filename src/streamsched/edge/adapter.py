@@ -1,6 +1,7 @@
 """Run the edge algorithms on an ordinary ``TaskGraph`` + ``Cluster`` (the registered schedulers).
 
-The mapping keeps the edge model's rules and makes its constraint 2 the cluster's capacity:
+The mapping keeps the edge model's rules (Ghosh et al. [1]_ section 3.3) and makes its constraint 2
+the cluster's capacity:
 
 - every task is a query with input rate 1 and compute latency ``lambda = load / capacity`` on a
   node, so constraint 2 (``max omega_in x sum lambda <= 1``, no interference) reads
@@ -12,6 +13,12 @@ The mapping keeps the edge model's rules and makes its constraint 2 the cluster'
   unit on a capacity-1 node): :data:`SAME_RACK` within a rack, :data:`OTHER_RACK` across racks,
   plus :data:`EDGE_CLOUD` between an edge and a cloud node; bandwidth is the smaller of the two
   nodes' ``bandwidth_mbps``; event size is the stream's bytes per tuple.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The mapping set ``M_t`` of the active dataflows on an :class:`EdgeSystem`, with the
-per-resource sums that constraints 2 and 3 of edge-cloud-topset.txt section 3.3 need.
+per-resource sums that constraints 2 and 3 of Ghosh et al. [1]_ section 3.3 need.
 
 Constraint 2 (rate): every counted query ``i`` on resource ``p`` satisfies
 ``omega_in_i <= 1 / (sum_j lambda_j^p (1 + pi(m)))``; the binding query is the one with the
@@ -8,6 +8,12 @@ Constraint 3 (battery, edge only): ``tau_p kappa_p + tau_p sum_i omega_in_i epsi
 the printed equation leaves the recharge interval out of the second term and mixes mA with
 mAh, we write both terms in mAh over ``tau_p``. ``m`` counts every query on the resource; the
 sums skip source queries when ``system.sources_free`` (the paper's rule).
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

@@ -1,9 +1,15 @@
-"""The plots of edge-cloud-topset.txt Figs. 3-7 from simulation results (PNG files).
+"""The plots of Ghosh et al. [1]_ Figs. 3-7 from simulation results (PNG files).
 
 Fig. 3: sum of makespans per control interval, one line per run (dashed: with rebalance);
 Fig. 4: reduction of the sum of makespans by each rebalance strategy relative to none (%);
 Fig. 5: planning time per interval (log scale); Fig. 6: migrations per interval;
 Fig. 7: mean stabilization time. A figure whose data were not simulated is skipped.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

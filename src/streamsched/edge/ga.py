@@ -1,4 +1,5 @@
-"""A vectorised, seeded genetic algorithm for query placement (edge-cloud-topset.txt 4.2).
+"""A vectorised, seeded genetic algorithm for query placement (Ghosh et al. [1]_
+section 4.2).
 
 A chromosome is the mapping ``mu``: one gene per query, a resource index from the query's
 constraint-1 domain. A whole population is scored at once with numpy: per-resource sums by
@@ -12,6 +13,12 @@ GA-Incremental places one arriving dataflow on the capacity left by the deployed
 GA-Global places every active dataflow ab initio on empty resources. GA-Global scores the sum
 of the dataflows' makespans (the objective of 3.4); the paper joins them into one DAG with a
 dummy source and sink, whose makespan would be the largest of them instead.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

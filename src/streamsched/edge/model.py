@@ -1,4 +1,4 @@
-"""The edge + cloud model of edge-cloud-topset.txt section 3 (Ghosh, Komma, Simmhan 2018).
+"""The edge + cloud model of Ghosh, Komma and Simmhan [1]_ section 3.
 
 A :class:`Dataflow` is a DAG of CEP queries; an :class:`EdgeSystem` is a set of edge devices
 (battery powered, class 0) and cloud VMs (class 1) with a network latency and bandwidth per
@@ -18,6 +18,12 @@ pair. Definitions, with the paper's symbols:
 
 Constraints 1-3 (3.3) are checked by :func:`streamsched.edge.deployment.Deployment` and by the
 GA; this module holds the data and the critical-path computations.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations
@@ -158,7 +164,7 @@ class Dataflow:
 
     @cached_property
     def depth(self) -> np.ndarray:
-        """Index of the topological set of each query (edge-cloud-topset.txt 4.1, ``S_i``)."""
+        """Index of the topological set of each query ([1]_ section 4.1, ``S_i``)."""
         depth = np.zeros(self.n, dtype=np.int64)
         for v in self.topological_order:
             if self.parents[v]:

@@ -1,4 +1,4 @@
-"""Rebalancing of placements (edge-cloud-topset.txt section 4.3).
+"""Rebalancing of placements (Ghosh et al. [1]_ section 4.3).
 
 Both strategies visit the active dataflows by decreasing makespan and migrate at most one query
 per dataflow, only when the move keeps constraints 1-3 and lowers the objective (the sum of
@@ -13,6 +13,12 @@ makespans, interference on the dataflows sharing the two resources included):
 
 The objective change of a trial move counts the moved dataflow and the dataflows slowed down on
 the target resource (see :meth:`Deployment.trial_move`).
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The control-interval simulation of edge-cloud-topset.txt section 5.
+"""The control-interval simulation of Ghosh et al. [1]_ section 5.
 
 At each interval one dataflow arrives or departs (:func:`arrival_sequence`); the strategy
 places an arriving dataflow (TopSet, TopSet/P, GA-Incremental) or re-places everything
@@ -11,6 +11,12 @@ migrations ``rho_t`` and the stabilization time ``psi_t`` (3.2) with migration t
 Edge-Only and Cloud-Only are the paper's infeasible lower-bound baselines: unlimited exclusive
 resources of one kind, no network except one edge-to-cloud crossing per path (at the
 smallest edge-cloud latency and largest bandwidth of the setup), no constraints.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

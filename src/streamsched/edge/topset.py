@@ -1,4 +1,4 @@
-"""TopSet and TopSet/P: topological set ordering (edge-cloud-topset.txt section 4.1).
+"""TopSet and TopSet/P: topological set ordering (Ghosh et al. [1]_ section 4.1).
 
 The arriving dataflow is traversed set by set (``S_0`` = the sources, ``S_{i+1}`` = queries all
 of whose parents are in ``S_0 .. S_i``); within a set, queries go by decreasing latency. Each
@@ -11,6 +11,12 @@ TopSet/P adds the interference penalty: the increase of the latencies of the dat
 queries already on ``p`` when one more query joins them,
 ``sum_j lambda_j^p (pi(m_p + 1) - pi(m_p))``. TopSet migrates nothing; a departing dataflow
 is simply undeployed.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

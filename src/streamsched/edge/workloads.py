@@ -1,5 +1,5 @@
 """Resource setups, the pool of 39 CEP dataflows and the arrival/departure sequences of
-edge-cloud-topset.txt section 5.
+Ghosh et al. [1]_ section 5.
 
 - setups: ``small`` = 96 Raspberry Pis + 4 Azure VMs over 100 control intervals (16 initial
   dataflows for the Poisson workload), ``large`` = 960 + 40 over 400 intervals (70 initial).
@@ -15,6 +15,12 @@ edge-cloud-topset.txt section 5.
   ``U_t > U - u``; a size is drawn with probability inversely proportional to it) and
   ``poisson`` (the initial dataflows, then alternately remove and add; sizes ~ Poisson(12)).
   One dataflow arrives or departs per control interval.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

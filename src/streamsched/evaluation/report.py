@@ -144,7 +144,8 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
         name = outcome.row["scheduler"]
         parts.append(f"<h3>{html.escape(name)}</h3>")
         if outcome.placement is None:
-            parts.append("<p class='error'>no placement</p>")
+            why = f"skipped: {outcome.row['reason']}" if outcome.row.get("status") == "skipped" else "no placement"
+            parts.append(f"<p class='error'>{html.escape(why)}</p>")
         elif graph.n_tasks > MAX_PICTURE_TASKS:
             parts.append(f"<p>{graph.n_tasks} tasks: too many to draw (limit {MAX_PICTURE_TASKS}).</p>")
         else:

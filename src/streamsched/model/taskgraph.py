@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -143,17 +142,6 @@ class TaskGraph:
     def task_label(self, task: int) -> str:
         return f"{self.operator_names[self.task_operator[task]]}[{self.task_rank[task]}]"
 
-    def to_networkx(self):
-        """A ``networkx.DiGraph`` (small graphs only) with ``load``/``operator`` and ``rate``."""
-        import networkx as nx
-
-        g = nx.DiGraph(name=self.name)
-        for t in range(self.n_tasks):
-            g.add_node(t, load=float(self.load[t]), operator=self.operator_names[self.task_operator[t]])
-        for s, d, r, b in zip(self.src.tolist(), self.dst.tolist(), self.rate.tolist(), self.bytes_rate.tolist()):
-            g.add_edge(s, d, rate=r, bytes=b)
-        return g
-
     # ------------------------------------------------------------ construction
     @classmethod
     def from_topology(cls, topology: Topology) -> TaskGraph:
@@ -215,19 +203,6 @@ class TaskGraph:
             memory_mb=cat(memory, np.float64),
             merge_duplicates=len(pairs) < len(topology.streams),
         )
-
-    # --------------------------------------------------------------- file I/O
-    @classmethod
-    def read(cls, path: str | Path, tasks: str | Path | None = None) -> TaskGraph:
-        """Read a graph file (see :mod:`streamsched.model.graph_files`)."""
-        from streamsched.model.graph_files import read_graph
-
-        return read_graph(path, tasks)
-
-    def write(self, path: str | Path) -> None:
-        from streamsched.model.graph_files import write_graph
-
-        write_graph(self, path)
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -3,6 +3,10 @@
 Both take integer weights, so float loads and rates are scaled to integers first (exactly when
 they already are integers of moderate size, else to about 2^20 levels of the largest value).
 The result is deterministic for a seed: METIS gets ``OPTION_SEED``, KaHIP its ``seed`` argument.
+Both libraries print to the process's standard output (METIS: ``***Cannot bisect a graph with
+0 vertices!`` when there are more parts than vertices); every call runs inside
+:func:`~streamsched.native_output.captured_native_output`, so their messages go to the
+``streamsched.native`` logger (``--verbose``), never to stdout.
 
 References
 ----------
@@ -20,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamsched.errors import InfeasibleError, InputError
+from streamsched.native_output import captured_native_output
 from streamsched.partitioning.balance import fit_parts
 
 BACKENDS = ("metis", "kahip")
@@ -153,15 +158,16 @@ def _metis(n_parts, xadj, adjncy, eweights, vweights, target_fractions, imbalanc
         if total <= 0:
             raise InputError("partition: target fractions sum to 0")
         fractions = [float(f) / total for f in target_fractions]
-    result = pymetis.part_graph(
-        n_parts,
-        pymetis.CSRAdjacency(xadj.astype(idx), adjncy.astype(idx)),
-        vweights=vweights.astype(idx),
-        eweights=eweights.astype(idx),
-        tpwgts=fractions,
-        recursive=recursive,
-        options=options,
-    )
+    with captured_native_output("METIS"):
+        result = pymetis.part_graph(
+            n_parts,
+            pymetis.CSRAdjacency(xadj.astype(idx), adjncy.astype(idx)),
+            vweights=vweights.astype(idx),
+            eweights=eweights.astype(idx),
+            tpwgts=fractions,
+            recursive=recursive,
+            options=options,
+        )
     return result.vertex_part
 
 
@@ -174,8 +180,9 @@ def _kahip(n_parts, xadj, adjncy, eweights, vweights, target_fractions, imbalanc
         raise InputError("partition backend 'kahip' supports only equal part sizes (no target_fractions)")
     if objective != "cut":
         raise InputError("partition backend 'kahip' minimises the edge cut only (objective 'cut')")
-    _, parts = kahip.kaffpa(
-        vweights.astype(np.int32), xadj.astype(np.int32), eweights.astype(np.int32), adjncy.astype(np.int32),
-        int(n_parts), float(imbalance - 1.0), True, int(seed) % (2**31), kahip.ECO,
-    )
+    with captured_native_output("KaHIP"):
+        _, parts = kahip.kaffpa(
+            vweights.astype(np.int32), xadj.astype(np.int32), eweights.astype(np.int32), adjncy.astype(np.int32),
+            int(n_parts), float(imbalance - 1.0), True, int(seed) % (2**31), kahip.ECO,
+        )
     return parts

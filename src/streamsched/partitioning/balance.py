@@ -4,8 +4,13 @@ Partitioners balance only approximately (METIS: max part weight <= ``ufactor`` x
 even that is guaranteed). Schedulers need hard limits (node capacity, tasks per worker), so
 overfull parts shed vertices: each vertex of an overfull part is scored by its best move, gain =
 weight of its edges into the target part minus its edges into its own part (the FM gain of
-Fiduccia-Mattheyses), among parts with room for it; the best-scoring moves are applied until the
+Fiduccia and Mattheyses [1]_), among parts with room for it; the best-scoring moves are applied until the
 part fits. Rounds repeat until every part fits.
+
+References
+----------
+.. [1] Fiduccia, C. M.; Mattheyses, R. M. (1982) "A linear-time heuristic for improving network
+   partitions", Proceedings of the 19th Design Automation Conference, pp. 175-181.
 """
 
 from __future__ import annotations

@@ -1,12 +1,23 @@
 """The second level of scheduling: the tasks of each node split over its worker processes.
 
-i-scheduler.txt section 4.4, Algorithm 1 lines 55-62 (and t3-scheduler.txt section 4.5): a node
+I-Scheduler [1]_ section 4.4, Algorithm 1 lines 55-62 (and T3-Scheduler [2]_ section 4.5): a node
 hosting t tasks gets ``w = ceil(t / T)`` workers, T the maximum tasks per worker (line 57), and
-its sub-graph is K-way partitioned into w parts (line 58) so that highly communicating tasks
+its sub-graph is K-way partitioned into w parts (line 58; METIS k-way [3]_) so that highly communicating tasks
 share a worker. Here w is also capped by the node's slots (a node never runs more workers than
 it has slots); each worker then holds at most ``max(T, ceil(t / w))`` tasks, which is T unless
 the slots run out. Inter-worker traffic is only ever cut inside a node, so the first level's
 inter-node traffic is unchanged.
+
+References
+----------
+.. [1] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
+.. [2] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2018) "T3-Scheduler: A topology and traffic
+   aware two-level scheduler for stream processing systems in a heterogeneous cluster", Future
+   Generation Computer Systems 89, pp. 617-632, doi:10.1016/j.future.2018.07.011.
+.. [3] Karypis, G.; Kumar, V. (1998) "Multilevel k-way partitioning scheme for irregular graphs",
+   Journal of Parallel and Distributed Computing 48(1), pp. 96-129.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 Two Spark jobs, loads first (their tasks are the declared tasks the traffic check needs), then
 traffic. Each job: one task per native file parses, checks and packs it into blocks with
-pyarrow (:func:`.native.read_blocks`, Arrow's CSV reader being several times faster than
+pyarrow (:func:`.blocks.read_blocks`, Arrow's CSV reader being several times faster than
 Spark's); the other sources (:mod:`.sources`) are read by Spark and packed the same way; the
-blocks are grouped by task pair (or task) and :func:`.native.merge_group` finds duplicates and
+blocks are grouped by task pair (or task) and :func:`.merge.merge_group` finds duplicates and
 unknown tasks and reduces each group to a summary; everything is written once, partitioned by
 ``part`` (summaries, rejected rows, counts). The driver then computes the rates R(ti, tj) and
 loads L(ti) of the window from the summaries (i-scheduler.txt 4.1, t3-scheduler.txt 4.1) and
@@ -33,13 +33,15 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from streamsched.errors import InputError
 from streamsched.model.taskgraph import TaskGraph
-from streamsched.pipeline import native
 from streamsched.pipeline import schema as S
 from streamsched.pipeline import sources
+from streamsched.pipeline.blocks import BLOCK as ARROW_BLOCK, floats, pack_frame, read_blocks
+from streamsched.pipeline.merge import MergeWindow, merge_group
+from streamsched.pipeline.native_reader import check_header
 from streamsched.pipeline.session import python_workers
 from streamsched.pipeline.store import write_run_report, write_snapshot
 
-BLOCK = from_arrow_schema(native.BLOCK)
+BLOCK = from_arrow_schema(ARROW_BLOCK)
 GROUP = ["part", "kind", "topology", "a", "b"]
 
 
@@ -72,7 +74,7 @@ def _frame(df: DataFrame, **columns: Column) -> DataFrame:
 
 
 def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.Options) -> DataFrame:
-    """Native files read into blocks by :func:`.native.read_blocks`, in two Spark tasks per core
+    """Native files read into blocks by :func:`.blocks.read_blocks`, in two Spark tasks per core
     (each a Python worker to feed; a task costs a few tenths of a second to start), the files
     dealt largest first to the least loaded task."""
     tasks = min(len(files), 2 * spark.sparkContext.defaultParallelism)
@@ -87,14 +89,14 @@ def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.
         for batch in batches:
             for paths in batch.column("paths").to_pylist():
                 for path in paths:
-                    yield from native.read_blocks(path, kind, options.time_range)
+                    yield from read_blocks(path, kind, options.time_range)
 
     rows = spark.sparkContext.parallelize([(paths,) for paths in share], tasks).toDF("paths array<string>")
     return rows.mapInArrow(read, BLOCK)
 
 
 def _blocks(df: DataFrame, kind: str, checked: bool) -> DataFrame:
-    """Accepted traffic / load rows of a Spark source -> blocks (:func:`.native.pack_frame`)."""
+    """Accepted traffic / load rows of a Spark source -> blocks (:func:`.blocks.pack_frame`)."""
     if kind == "traffic":
         values = [F.col("src_task").alias("a"), F.col("dst_task").alias("b"), F.col("tuples").alias("v1"),
                   F.col("bytes").alias("v2")]
@@ -105,7 +107,7 @@ def _blocks(df: DataFrame, kind: str, checked: bool) -> DataFrame:
 
     def pack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield native.pack_frame(batch, kind, checked)
+            yield pack_frame(batch, kind, checked)
 
     return rows.mapInArrow(pack, BLOCK)
 
@@ -125,12 +127,12 @@ def _records(records: DataFrame, counted: bool) -> list[DataFrame]:
                              reason=F.col("c.reason"), rows=F.col("c.rows"))]
 
 
-def _merge(frames: list[DataFrame], checks: native.Checks, declared: dict[str, set[int]] | None,
+def _merge(frames: list[DataFrame], merge_window: MergeWindow, declared: dict[str, set[int]] | None,
            out: Path) -> None:
-    """Group the blocks, merge every group (:func:`.native.merge_group`) and append the result
+    """Group the blocks, merge every group (:func:`.merge.merge_group`) and append the result
     to ``out``, partitioned by ``part``; a file that could not be read is an InputError."""
     def merge(table: pa.Table) -> pa.Table:
-        return native.merge_group(table, checks, declared)
+        return merge_group(table, merge_window, declared)
 
     # One partition per core; explicit, so adaptive execution does not coalesce it to fewer.
     blocks = reduce(DataFrame.unionByName, frames)
@@ -144,7 +146,7 @@ def _merge(frames: list[DataFrame], checks: native.Checks, declared: dict[str, s
 
 # --------------------------------------------------------------------------- windows
 def window_rates(summaries: pa.Table, window: Window) -> tuple[dict[str, float], list[dict], list[dict]]:
-    """Summaries (:func:`.native.merge_group`) -> (window end per topology, rates, loads).
+    """Summaries (:func:`.merge.merge_group`) -> (window end per topology, rates, loads).
 
     Sliding window of W ending at E: ``R = sum of tuples with E - W < t <= E, / W`` and ``L`` =
     mean of the load samples in it. Half-life h: a row of age a weighs ``2^(-a/h)``;
@@ -162,12 +164,12 @@ def window_rates(summaries: pa.Table, window: Window) -> tuple[dict[str, float],
             ends[t] = float(mine.max())
     end = np.array([ends.get(t, np.nan) for t in topo])
     if window.half_life_s is None:
-        ts, lengths = native.floats(summaries.column("ts"))
+        ts, lengths = floats(summaries.column("ts"))
         group = np.repeat(np.arange(len(topo)), lengths)
         inside = (ts > end[group] - window.seconds) & (ts <= end[group])
         n = np.bincount(group[inside], minlength=len(topo))
-        v1 = np.bincount(group[inside], native.floats(summaries.column("v1"))[0][inside], minlength=len(topo))
-        v2 = np.bincount(group[inside], native.floats(summaries.column("v2"))[0][inside], minlength=len(topo))
+        v1 = np.bincount(group[inside], floats(summaries.column("v1"))[0][inside], minlength=len(topo))
+        v2 = np.bincount(group[inside], floats(summaries.column("v2"))[0][inside], minlength=len(topo))
         rate, bytes_rate, load = v1 / window.seconds, v2 / window.seconds, v1 / np.maximum(n, 1)
         has = n > 0
     else:
@@ -271,15 +273,15 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
     groups = sources.group_files(paths, fmt)
     for name in ("native-traffic", "native-load"):
         for f in groups.get(name, []):
-            native.check_header(f, name.split("-")[1])
-    checks = native.Checks(options.time_range, window.seconds, window.half_life_s, window.end)
+            check_header(f, name.split("-")[1])
+    merge_window = MergeWindow(window.seconds, window.half_life_s, window.end)
     load_frames, traffic_frames, tasks = _frames(spark, groups, options)
     work = Path(store) / "tmp" / run_id
     try:
         declared_rows = [(r["topology"], int(r["task"]), r["operator"])
                          for r in reduce(DataFrame.unionByName, tasks).distinct().collect()] if tasks else []
         if load_frames:
-            _merge(load_frames, checks, None, work)
+            _merge(load_frames, merge_window, None, work)
             done = spark.read.parquet(str(work)).filter((F.col("part") == "summary") & (F.col("kind") == "load"))
             declared_rows += [(r["topology"], int(r["a"]), r["operator"]) for r in done.select(
                 "topology", "a", "operator").collect()]
@@ -287,7 +289,7 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
         for topo, task, _ in declared_rows:
             declared.setdefault(topo, set()).add(task)
         if traffic_frames:
-            _merge(traffic_frames, checks, declared, work)
+            _merge(traffic_frames, merge_window, declared, work)
         result = spark.read.parquet(str(work))
         small = result.filter(F.col("part") != "rejected").toArrow()
         rejected = {r["reason"]: int(r["count"]) for r in

@@ -1,4 +1,4 @@
-"""The normalised schemas every source is read into (the quarantine reasons are in :mod:`.native`).
+"""The normalised schemas every source is read into (the quarantine reasons are in :mod:`.row_checks`).
 
 Traffic rows: ``timestamp`` (epoch seconds), ``topology``, ``src_task``, ``dst_task``,
 ``tuples`` and ``bytes`` counted since the previous sample of the same pair. Load samples:

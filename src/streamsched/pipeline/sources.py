@@ -9,7 +9,7 @@ traffic rows and unknown tasks are found when :mod:`.ingest` merges them with th
 Sources, chosen by file name (or forced with ``fmt``):
 
 - ``traffic*.{csv,jsonl,json,parquet}`` / ``load*.{...}``: our native format (columns of
-  :data:`.schema.TRAFFIC` / :data:`.schema.LOAD`), read by :mod:`.native` (pyarrow), not here;
+  :data:`.schema.TRAFFIC` / :data:`.schema.LOAD`), read by :mod:`.native_reader` (pyarrow), not here;
 - ``*.log``: Storm ``LoggingMetricsConsumer`` worker logs (per-pair rates estimated, see
   :func:`read_storm_log`);
 - ``sendgraph*.json``: Fischer's cumulative sendgraph snapshots (deltas, restarts);
@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamsched.errors import InputError
-from streamsched.pipeline.native import DUPLICATE, MALFORMED, MISSING, NEGATIVE, OUT_OF_RANGE, WRONG_TYPE
+from streamsched.pipeline.row_checks import DUPLICATE, MALFORMED, MISSING, NEGATIVE, OUT_OF_RANGE, WRONG_TYPE
 
 FORMATS = ("native-traffic", "native-load", "storm-log", "sendgraph", "aniello-traffic", "aniello-load")
 NATIVE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsched.errors import InputError
+from streamsched.model.graph_files import read_graph, write_graph
 from streamsched.model.taskgraph import TaskGraph
 
 FORMAT = "streamsched.snapshot/1"
@@ -52,7 +53,7 @@ def write_snapshot(store: str | Path, graph: TaskGraph, manifest: dict[str, Any]
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
     try:
         stem = safe_name(graph.name)
-        graph.write(tmp / f"{stem}.parquet")
+        write_graph(graph, tmp / f"{stem}.parquet")
         window_end = float(manifest.get("window", {}).get("end", time.time()))
         full = {
             "format": FORMAT,
@@ -115,7 +116,7 @@ def read_manifest(snapshot: str | Path) -> dict[str, Any]:
 def load_snapshot(snapshot: str | Path) -> TaskGraph:
     """The snapshot's task graph, read by the core reader (edges + sibling tasks file)."""
     manifest = read_manifest(snapshot)
-    graph = TaskGraph.read(Path(snapshot) / manifest["graph"])
+    graph = read_graph(Path(snapshot) / manifest["graph"])
     return _renamed(graph, manifest["topology"])
 
 

@@ -1,13 +1,14 @@
 """``streamsched watch``: Structured Streaming over a directory of arriving native metric files.
 
 Two streaming queries read the directory (``traffic*.csv`` and ``load*.csv``, the native
-columns): invalid rows (row-level checks of :func:`.native.validate_text`) go to the
+columns): invalid rows (row-level checks of :func:`.row_checks.validate_text`) go to the
 quarantine Parquet ``<store>/quarantine/watch``; valid rows are grouped by tumbling event-time
 windows of ``window_s`` seconds with a watermark ``lateness_s`` behind the latest event (append
 mode: a window is final, and emitted, once a later event moves the watermark past its end). Each
 emitted window becomes a snapshot (rates = tuples in the window / ``window_s``, load = mean of
-samples) and goes to the :class:`.replan.Replanner`, which re-plans and emits a new assignment
-only when the threshold is crossed. Rows later than the watermark are dropped by Spark; their
+samples) and goes to the re-planning step the caller hands in (the CLI gives a
+:class:`streamsched.schedulers.replanning.Replanner`; the pipeline imports no scheduler), which
+re-plans and emits a new assignment only when a task moves. Rows later than the watermark are dropped by Spark; their
 number is reported (``rows_dropped_late``). Duplicates and unknown tasks are checked by batch
 ``ingest`` only.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -25,10 +26,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from streamsched.model.cluster import Cluster
-from streamsched.pipeline import native, sources
+from streamsched.model.taskgraph import TaskGraph
+from streamsched.pipeline import sources
+from streamsched.pipeline.row_checks import validate_text
 from streamsched.pipeline import schema as S
 from streamsched.pipeline.ingest import build_graphs
-from streamsched.pipeline.replan import Replanner
 from streamsched.pipeline.session import python_workers
 from streamsched.pipeline.store import write_snapshot
 
@@ -48,7 +50,7 @@ def _stream(spark: SparkSession, directory: Path, kind: str, options: sources.Op
 
     def validate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield native.validate_text(batch, kind, options.time_range)
+            yield validate_text(batch, kind, options.time_range)
 
     return raw.mapInArrow(validate, checked)
 
@@ -64,10 +66,20 @@ def _combined(valid: DataFrame, kind: str) -> DataFrame:
                         F.lit(None).cast("double").alias("tuples"), F.lit(None).cast("double").alias("bytes"), "load")
 
 
+class Replanning(Protocol):
+    """What the watch hands every final window's graph and every cluster change to."""
+
+    decisions: list
+
+    def on_graph(self, graph: TaskGraph, snapshot: str | None = None) -> Any: ...
+
+    def on_cluster(self, cluster: Cluster) -> Any: ...
+
+
 class Watch:
     """The running pair of queries and what they produced (snapshots, decisions)."""
 
-    def __init__(self, spark: SparkSession, directory: str | Path, store: str | Path, replanner: Replanner,
+    def __init__(self, spark: SparkSession, directory: str | Path, store: str | Path, replanner: Replanning,
                  window_s: float = 60.0, lateness_s: float = 0.0, cluster_file: str | Path | None = None,
                  options: sources.Options | None = None, default_load: float = 1.0,
                  cluster_loader: Callable[[Path], Cluster] = Cluster.load):
@@ -174,6 +186,6 @@ class Watch:
         }
 
 
-def watch(spark: SparkSession, directory: str | Path, store: str | Path, replanner: Replanner, **kwargs) -> Watch:
+def watch(spark: SparkSession, directory: str | Path, store: str | Path, replanner: Replanning, **kwargs) -> Watch:
     """A :class:`Watch` over ``directory`` (call ``.run()``)."""
     return Watch(spark, directory, store, replanner, **kwargs)

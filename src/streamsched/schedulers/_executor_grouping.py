@@ -1,4 +1,5 @@
-"""Shared steps of TOP-Storm, A3-Storm and BAN-Storm (thesis-top-a3-ban-gr-storm.txt, chapter 3).
+"""Shared steps of TOP-Storm, A3-Storm and BAN-Storm (Muhammad [1]_ chapter 3;
+[2]_, [3]_, [4]_).
 
 1. *Executor grouping* (Algorithm 2 lines 2-34, Algorithm 5, Algorithm 7 lines 1-37): with
    ``omega`` slots, each slot takes up to ``e_ps = ceil(e / omega)`` executors (tasks here). Walk
@@ -14,12 +15,27 @@
    for BAN-Storm), slots sorted (TOP: by executors, A3/BAN: by traffic), and each slot goes to
    the first node in rank order with a free slot, so a node's slots are used up before the next
    node is opened (fewest nodes). The thesis ignores node capacity; here a slot also needs the
-   node's remaining capacity, so placements stay valid on heterogeneous clusters.
+   node's remaining capacity, so placements stay valid on heterogeneous clusters. When no
+   number of slots lets every slot fit, the grouping that left the least load out fails the
+   packing (:class:`~streamsched.schedulers.base.PackingFailed`: repaired, or refused with
+   ``strict``).
 
 Node power uses GFLOPs = cores x GHz x flops/cycle (eq. 3.1), RAM in GB and bandwidth in Mbps,
 as the thesis tables print them. Ranks compare powers rounded to whole units, ties in cluster
 order: this reproduces Tables 3.1, 3.2 and 3.8-3.10, which print integer powers and list
 equal-looking nodes in their original order (Table 3.9: B 35.8 before D 36.0, both "36").
+
+References
+----------
+.. [1] Muhammad, A. (2023) "A scheduler for efficient scheduling of stream processing tasks on
+   computational clusters", PhD thesis, Department of Computer Science, Capital University of
+   Science and Technology, Islamabad.
+.. [2] Muhammad, A.; Aleem, M.; Islam, M. A. (2021) "TOP-Storm: A topology-based resource-aware
+   scheduler for stream processing engine", Cluster Computing 24(1), pp. 417-431.
+.. [3] Muhammad, A.; Aleem, M. (2021) "A3-Storm: topology-, traffic-, and resource-aware Storm
+   scheduler for heterogeneous clusters", The Journal of Supercomputing 77(2), pp. 1059-1093.
+.. [4] Muhammad, A.; Aleem, M. (2021) "BAN-Storm: a bandwidth-aware scheduling mechanism for stream
+   jobs", Journal of Grid Computing 19(3).
 """
 
 from __future__ import annotations
@@ -30,11 +46,10 @@ from abc import abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
-from streamsched.errors import InfeasibleError
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
-from streamsched.schedulers.base import Param, Scheduler, remaining_capacity
+from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler, remaining_capacity
 
 MB_PER_GB = 1024.0
 
@@ -119,36 +134,38 @@ def slot_traffic(graph: TaskGraph, slots: list[list[int]]) -> np.ndarray:
 
 
 def map_slots_to_nodes(graph: TaskGraph, cluster: Cluster, slots: list[list[int]], slot_order: list[int],
-                       node_rank: list[int]) -> Placement | None:
+                       node_rank: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 3 lines 21-27: slots in ``slot_order`` onto nodes in ``node_rank``, first node
-    with a free slot and room; ``None`` when some slot fits nowhere."""
+    with a free slot and room: ``(node_of, worker_of)``, -1 for the tasks of a slot that fits
+    nowhere."""
     free_slots = cluster.slots.astype(np.int64).copy()
     room = remaining_capacity(cluster)
-    node_of = np.empty(graph.n_tasks, np.int32)
-    worker_of = np.empty(graph.n_tasks, np.int32)
+    node_of = np.full(graph.n_tasks, -1, np.int32)
+    worker_of = np.full(graph.n_tasks, -1, np.int32)
     for s in slot_order:
         need = float(graph.load[slots[s]].sum())
         for k in node_rank:
             if free_slots[k] > 0 and room[k] >= need:
                 break
         else:
-            return None
+            continue
         node_of[slots[s]] = k
         worker_of[slots[s]] = cluster.slots[k] - free_slots[k]
         free_slots[k] -= 1
         room[k] -= need
-    return Placement.build(node_of, worker_of)
+    return node_of, worker_of
 
 
 class ThesisScheduler(Scheduler):
     """TOP/A3/BAN-Storm: executor grouping into ``workers`` slots, then slots onto ranked nodes.
 
     ``workers`` = 0 takes the fewest slots (from ``ceil(total load / largest capacity)`` up)
-    for which every slot fits on a node; a given ``workers`` that does not fit is infeasible.
+    for which every slot fits on a node; when none does (or a given ``workers`` does not fit),
+    the packing fails with the grouping that left the least load out.
     """
 
     by_traffic: bool = True
-    params = (Param("workers", int, 0, "omega, worker slots for the topology (0 = fewest that fit)", low=0),)
+    params = (Param("workers", int, 0, "omega, worker slots for the topology (0 = fewest that fit)", low=0), STRICT)
 
     @abstractmethod
     def node_rank(self, cluster: Cluster, params) -> list[int]:
@@ -167,18 +184,21 @@ class ThesisScheduler(Scheduler):
         else:
             lowest = max(1, math.ceil(graph.total_load / max(float(cluster.capacity.max()), 1e-12) - 1e-9))
             candidates = range(lowest, max(lowest, min(graph.n_tasks, total_slots)) + 1)
+        closest = (np.inf, np.full(graph.n_tasks, -1), None, {})  # least load left out
         for omega in candidates:
             if omega > total_slots:
                 break
             slots = group_executors(graph, omega, self.by_traffic)
-            placement = map_slots_to_nodes(graph, cluster, slots, self.slot_order(graph, slots), rank)
-            if placement is not None:
-                return placement.with_metadata(workers=len(slots))
-        raise InfeasibleError(
+            node_of, worker_of = map_slots_to_nodes(graph, cluster, slots, self.slot_order(graph, slots), rank)
+            if (node_of >= 0).all():
+                return Placement.build(node_of, worker_of, {"workers": len(slots)})
+            left_out = float(graph.load[node_of < 0].sum())
+            if left_out < closest[0]:
+                closest = (left_out, node_of, worker_of, {"workers": len(slots)})
+        raise PackingFailed(
             f"{self.name}: no grouping into {params['workers'] or 'at most ' + str(total_slots)} worker slots "
             f"fits cluster {cluster.name!r} (capacity {cluster.total_capacity:g}, {total_slots} slots; "
-            f"graph load {graph.total_load:g})"
-        )
+            f"graph load {graph.total_load:g})", closest[1], closest[2], nodes=sorted(rank), metadata=closest[3])
 
 
 class PowerRankedScheduler(ThesisScheduler):

@@ -1,10 +1,18 @@
-"""BAN-Storm: bandwidth-aware scheduling (thesis-top-a3-ban-gr-storm.txt section 3.4).
+"""BAN-Storm: bandwidth-aware scheduling (Muhammad [1]_ section 3.4; [2]_).
 
 Algorithm 7 (logical grouping by traffic, as A3-Storm), Algorithm 8 (slots by decreasing
 traffic onto nodes ranked by eq. 3.3, ``alpha x GFLOPs + beta x RAM(GB) + gamma x Mbps``) and
 Algorithm 9 (the weight of the topology's bound resource is 0.5, the two others 0.25; an
 I/O-bound topology weighs all three 0.25). Shared steps and their adaptations:
 :mod:`streamsched.schedulers._executor_grouping`.
+
+References
+----------
+.. [1] Muhammad, A. (2023) "A scheduler for efficient scheduling of stream processing tasks on
+   computational clusters", PhD thesis, Department of Computer Science, Capital University of
+   Science and Technology, Islamabad.
+.. [2] Muhammad, A.; Aleem, M. (2021) "BAN-Storm: a bandwidth-aware scheduling mechanism for stream
+   jobs", Journal of Grid Computing 19(3).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ def power_weights(topology_type: str) -> tuple[float, float, float]:
 class BanStormScheduler(ThesisScheduler):
     name = "ban-storm"
     summary = "BAN-Storm: A3-Storm's grouping, nodes ranked by GFLOPs, RAM and bandwidth (eq. 3.3)"
+    objective = "resources"  # thesis section 1.4, research question 1
     by_traffic = True
     params = ThesisScheduler.params + (
         Param("topology_type", str, "cpu", "which resource bounds the topology (Algorithm 9)", choices=TOPOLOGY_TYPES),

@@ -1,9 +1,39 @@
-"""The scheduler interface: declared parameters, ``schedule(graph, cluster, seed) -> Placement``.
+"""The scheduler interface: declared parameters and tags, ``schedule(graph, cluster, seed) ->
+Placement`` and ``replan(graph, cluster, current, seed) -> Placement``.
 
 Failure contract (stated once, here): bad parameters raise ``ParameterError`` naming the
 parameter (exit 2); a graph that cannot fit raises ``InfeasibleError`` saying what was needed
 and what was available (exit 3). A scheduler never mutates its inputs or its parameters, and
 every randomised choice comes from ``seed``.
+
+Capacity repair (stated once, here): a heuristic whose paper's packing step fails (fixed
+executor groups or first fit on fractional loads, too few worker slots) raises
+:class:`PackingFailed` with the partial assignment it reached; :meth:`Scheduler.schedule`
+finishes it with :func:`~streamsched.schedulers.replanning.repair` (the one capacity repair:
+best fit decreasing where needed, then moves that cost least traffic) and records
+``repaired: true``, ``repair_moved`` (ids of the tasks whose node the repair chose) and
+``repair_reason`` (what the paper's step could not do) in the metadata. Heuristics declare
+:data:`STRICT`; ``strict=true`` keeps the paper's behaviour (``InfeasibleError``) for
+reproductions. ``InfeasibleError`` otherwise means no placement exists (total load, a task
+larger than every node: :func:`check_fits`) or the repair found none either, and says which.
+
+Tags are class attributes, like scikit-learn's estimator tags [2]_ or the extension points a
+Kubernetes scheduling plugin opts into [3]_: ``family``, ``objective``, ``exact``, ``randomised``
+and ``needs_edge_nodes`` say what a scheduler optimises and what it needs; the registry refuses
+unknown values, and ``compare`` runs a scheduler only where it serves (:meth:`Scheduler.skip_reason`).
+``replan`` is Heron's ``repack`` [1]_: a new placement from the running one
+(:mod:`streamsched.schedulers.replanning`).
+
+References
+----------
+.. [1] Kulkarni, S.; Bhagat, N.; Fu, M.; Kedigehalli, V.; Kellogg, C.; Mittal, S.; Patel, J. M.;
+   Ramasamy, K.; Taneja, S. (2015) "Twitter Heron: Stream processing at scale", Proceedings of
+   the 2015 ACM SIGMOD International Conference on Management of Data, pp. 239-250.
+.. [2] Buitinck, L.; Louppe, G.; Blondel, M.; et al. (2013) "API design for machine learning
+   software: experiences from the scikit-learn project", ECML PKDD Workshop: Languages for
+   Data Mining and Machine Learning, pp. 108-122.
+.. [3] Kubernetes documentation (2024) "Scheduling Framework", kubernetes.io/docs/concepts/
+   scheduling-eviction/scheduling-framework.
 """
 
 from __future__ import annotations
@@ -11,15 +41,23 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from streamsched.errors import InfeasibleError, ParameterError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
-from streamsched.model.placement import CAPACITY_TOLERANCE, Placement
+from streamsched.model.placement import CAPACITY_TOLERANCE, NO_WORKER, Placement, remaining_capacity
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.schedulers.replanning import DEFAULT_THRESHOLD_PCT, adopt_if_better, repair
+
+__all__ = ["FAMILIES", "OBJECTIVES", "STRICT", "PackingFailed", "Param", "ResidualCluster", "Scheduler", "check_fits",
+           "has_edge_nodes", "remaining_capacity", "residual_cluster", "schedule_many"]
+
+#: Values of the ``family`` and ``objective`` tags the registry accepts.
+FAMILIES = ("cluster", "edge")
+OBJECTIVES = ("traffic", "balance", "resources", "makespan")
 
 _PARSERS = {int: int, float: float, str: str}
 
@@ -60,6 +98,53 @@ class Param:
         return f"{self.name}={self.default!r} ({self.kind.__name__}{domain}) {self.help}".rstrip()
 
 
+#: The parameter every heuristic declares: ``strict=true`` refuses where the paper's packing
+#: fails instead of finishing with the capacity repair (module docstring).
+STRICT = Param("strict", bool, False, "keep the paper's packing: refuse (exit 3) where it fails instead of "
+               "finishing with the capacity repair")
+
+
+class PackingFailed(InfeasibleError):
+    """A paper's packing step could not place every task; carries how far it got.
+
+    ``node_of[t]`` is task t's node or -1 (unplaced; a node may also be over capacity),
+    ``worker_of`` its slot (default none), ``nodes`` the node indices the scheduler may use
+    (default all; Isolation's dedicated machines), ``metadata`` what the placement would carry,
+    ``workers_for`` the scheduler's second level (tasks of each node onto its worker slots),
+    run on the repaired ``node_of`` when given.
+    """
+
+    def __init__(self, message: str, node_of, worker_of=None, nodes=None, metadata: dict[str, Any] | None = None,
+                 workers_for: Callable[[np.ndarray], np.ndarray] | None = None):
+        super().__init__(message)
+        self.workers_for = workers_for
+        self.node_of = np.asarray(node_of, dtype=np.int64)
+        self.worker_of = (np.full(self.node_of.size, NO_WORKER, np.int64) if worker_of is None
+                          else np.asarray(worker_of, dtype=np.int64))
+        self.nodes = None if nodes is None else np.asarray(nodes, dtype=np.int64)
+        self.metadata = dict(metadata or {})
+
+
+def repair_failed_packing(graph: TaskGraph, cluster: Cluster, failure: PackingFailed) -> Placement:
+    """``failure``'s partial assignment completed by :func:`~streamsched.schedulers.replanning.repair`
+    on the nodes it allows; ``InfeasibleError`` naming both failures when the repair finds none."""
+    nodes = np.arange(cluster.n_nodes) if failure.nodes is None else failure.nodes
+    local = np.full(cluster.n_nodes, -1, np.int64)
+    local[nodes] = np.arange(nodes.size)
+    partial = np.where(failure.node_of >= 0, local[np.maximum(failure.node_of, 0)], -1)
+    allowed = cluster if failure.nodes is None else Cluster(cluster.name, tuple(cluster.nodes[k] for k in nodes))
+    try:
+        repaired = repair(graph, allowed, Placement.build(partial, failure.worker_of))
+    except InfeasibleError as exc:
+        raise InfeasibleError(f"{failure}; the capacity repair found no placement either: {exc}") from None
+    node_of = nodes[repaired.node_of]
+    moved = np.flatnonzero(node_of != failure.node_of)
+    worker_of = repaired.worker_of if failure.workers_for is None else failure.workers_for(node_of)
+    return Placement.build(node_of, worker_of, {
+        **failure.metadata, "repaired": True, "repair_moved": graph.task_ids[moved].tolist(),
+        "repair_reason": str(failure)})
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -88,6 +173,11 @@ class Scheduler(ABC):
     randomised: ClassVar[bool] = False
     #: True when the scheduler only makes sense on a cluster with ``kind: edge`` nodes.
     needs_edge_nodes: ClassVar[bool] = False
+    #: Options of :meth:`replan`, declared like ``params``.
+    replan_options: ClassVar[tuple[Param, ...]] = (
+        Param("threshold_pct", float, DEFAULT_THRESHOLD_PCT,
+              "adopt a fresh placement only when it cuts inter-node traffic by at least this %", low=0.0, high=100.0),
+    )
 
     def __init__(self, **params: Any):
         known = {p.name for p in self.params}
@@ -109,7 +199,12 @@ class Scheduler(ABC):
         params = self.resolved_params()
         check_fits(graph, cluster)
         start = time.perf_counter()
-        placement = self.place(graph, cluster, params, int(seed))
+        try:
+            placement = self.place(graph, cluster, params, int(seed))
+        except PackingFailed as failure:
+            if params.get(STRICT.name, True):
+                raise
+            placement = repair_failed_packing(graph, cluster, failure)
         wall = time.perf_counter() - start
         return placement.with_metadata(
             scheduler=self.name,
@@ -120,9 +215,49 @@ class Scheduler(ABC):
             **dict(placement.metadata),
         )
 
+    def replan(self, graph: TaskGraph, cluster: Cluster, current: Placement, seed: int = 0,
+               **options: Any) -> Placement:
+        """A new placement of ``graph`` on ``cluster`` from the running one (Heron's ``repack``).
+
+        ``current.node_of[t]`` is task t's node on ``cluster``, -1 for a new task or one whose
+        node is gone. Default: :func:`~streamsched.schedulers.replanning.repair` keeps every task
+        it can where it is, and a fresh :meth:`schedule` replaces that only when it cuts the
+        inter-node traffic by ``threshold_pct`` percent (Aniello et al.'s rule,
+        :func:`~streamsched.schedulers.replanning.adopt_if_better`). The metadata adds ``moved``
+        (tasks whose node changed) and ``replan`` ("kept" or "rescheduled"). With an unchanged
+        graph and cluster and ``current`` this scheduler's own placement, nothing moves.
+        """
+        settings = self.replan_settings(options)
+        kept = repair(graph, cluster, current)
+        fresh = self.schedule(graph, cluster, seed=seed)
+        return adopt_if_better(graph, current, kept, fresh, settings["threshold_pct"]).with_metadata(
+            scheduler=self.name, seed=int(seed))
+
+    def replan_settings(self, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` checked against :attr:`replan_options`, defaults filled in."""
+        known = {p.name: p for p in self.replan_options}
+        for key in options:
+            if key not in known:
+                choices = ", ".join(sorted(known)) or "none"
+                raise ParameterError(f"{self.name}.replan.{key}: unknown option (known: {choices})")
+        return {p.name: p.validate(options.get(p.name, p.default), f"{self.name}.replan") for p in self.replan_options}
+
+    def skip_reason(self, graph: TaskGraph, cluster: Cluster) -> str | None:
+        """Why ``compare`` should not run this scheduler on ``graph`` and ``cluster`` (its
+        placement would be another scheduler's fallback), or None: an edge strategy needs nodes
+        of kind ``edge`` (without them every edge strategy is TopSet on cloud nodes)."""
+        if self.needs_edge_nodes and not has_edge_nodes(cluster):
+            return f"needs nodes of kind 'edge'; cluster {cluster.name!r} has none"
+        return None
+
     @abstractmethod
     def place(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
         """Compute the placement; extra metadata (status, bound, gap) goes in its metadata."""
+
+
+def has_edge_nodes(cluster: Cluster) -> bool:
+    """True when some node of ``cluster`` is of kind ``edge``."""
+    return any(node.kind == "edge" for node in cluster.nodes)
 
 
 def check_fits(graph: TaskGraph, cluster: Cluster) -> None:
@@ -139,12 +274,6 @@ def check_fits(graph: TaskGraph, cluster: Cluster) -> None:
                 f"task {graph.task_ids[int(graph.load.argmax())]} needs load {biggest:g}; "
                 f"the largest node of {cluster.name!r} has capacity {cluster.capacity.max():g}"
             )
-
-
-def remaining_capacity(cluster: Cluster) -> np.ndarray:
-    """A writable copy of the node capacities with a tenth of the validator's tolerance, so
-    that loads summed in another order still pass ``Placement.violations``."""
-    return cluster.capacity * (1 + CAPACITY_TOLERANCE / 10) + CAPACITY_TOLERANCE / 10
 
 
 # ------------------------------------------------------------------ several topologies

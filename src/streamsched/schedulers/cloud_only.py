@@ -1,6 +1,13 @@
-"""Cloud-Only (edge-cloud-topset.txt section 5) on a finite cluster: TopSet restricted to
+"""Cloud-Only (Ghosh et al. [1]_ section 5) on a finite cluster: TopSet restricted to
 cloud nodes (sources on edge by constraint 1), spilling to any node only when no cloud node is
-valid. The simulation's Cloud-Only is the paper's unlimited-resource lower bound."""
+valid. The simulation's Cloud-Only is the paper's unlimited-resource lower bound.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
+"""
 
 from streamsched.edge.adapter import topset_placement
 from streamsched.edge.model import CLOUD
@@ -12,6 +19,9 @@ from streamsched.schedulers.base import Scheduler
 class CloudOnlyScheduler(Scheduler):
     name = "cloud-only"
     summary = "Cloud-Only baseline: TopSet on cloud nodes first (sources on edge)"
+    family = "edge"
+    objective = "makespan"
+    needs_edge_nodes = True
 
     def place(self, graph, cluster, params, seed):
         return topset_placement(graph, cluster, prefer_kind=CLOUD)

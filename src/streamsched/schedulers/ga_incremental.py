@@ -1,5 +1,12 @@
-"""GA-Incremental (edge-cloud-topset.txt section 4.2): a seeded, vectorised genetic algorithm
-placing the graph on the capacity the cluster has; invalid chromosomes are penalised."""
+"""GA-Incremental (Ghosh et al. [1]_ section 4.2): a seeded, vectorised genetic algorithm
+placing the graph on the capacity the cluster has; invalid chromosomes are penalised.
+
+References
+----------
+.. [1] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
+"""
 
 from streamsched.edge.adapter import ga_placement
 from streamsched.schedulers import register
@@ -11,6 +18,9 @@ from streamsched.schedulers.base import Scheduler
 class GAIncrementalScheduler(Scheduler):
     name = "ga-incremental"
     summary = "GA-Incremental: genetic algorithm minimising the critical path under the edge constraints"
+    family = "edge"
+    objective = "makespan"
+    needs_edge_nodes = True
     params = GA_PARAMS
     randomised = True
 

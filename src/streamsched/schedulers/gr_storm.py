@@ -1,4 +1,4 @@
-"""Gr-Storm (thesis-top-a3-ban-gr-storm.txt section 3.5, Algorithms 10 and 11).
+"""Gr-Storm (Muhammad [1]_ section 3.5, Algorithms 10 and 11).
 
 Graph partitioning (Algorithm 10 lines 2-4): the weighted DAG (edge capacity = rate) gets a
 super-source feeding every source task and a super-sink fed by every sink task, and its minimum
@@ -15,10 +15,18 @@ Where the thesis is silent, we choose (capacity-aware, so placements stay valid)
 
 - A partition goes to the first node, in rank order, with a free slot and room for its load;
   when no node has both, to the node with room (most communication with the part, then most
-  room) and onto the worker there it talks to most. A partition that fits nowhere is cut again.
+  room) and onto the worker there it talks to most. A partition that fits nowhere is cut again;
+  a single task that fits nowhere fails the packing
+  (:class:`~streamsched.schedulers.base.PackingFailed`: repaired, or refused with ``strict``).
 - Isolated tasks (no edges inside the part) join the lighter side of a cut; a part whose cut
   separates nothing (no internal edges) is halved in task order.
 - Rates become integers for the max-flow (scipy's Dinic needs them), about 2^20 levels in all.
+
+References
+----------
+.. [1] Muhammad, A. (2023) "A scheduler for efficient scheduling of stream processing tasks on
+   computational clusters", PhD thesis, Department of Computer Science, Capital University of
+   Science and Technology, Islamabad.
 """
 
 from __future__ import annotations
@@ -30,12 +38,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-from streamsched.errors import InfeasibleError
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import CAPACITY_TOLERANCE, Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.schedulers import register
-from streamsched.schedulers.base import Scheduler
+from streamsched.schedulers.base import STRICT, PackingFailed, Scheduler
 
 #: Total integer capacity of a flow network (keeps scipy's int32 sums from overflowing).
 FLOW_LEVELS = 2**29
@@ -114,6 +121,8 @@ def gflops_order(cluster: Cluster) -> list[int]:
 class GrStorm(Scheduler):
     name = "gr-storm"
     summary = "Gr-Storm: recursive max-flow min-cut partitions, most traffic to the most GFLOPS"
+    objective = "traffic"  # thesis section 1.4, research question 2
+    params = (STRICT,)
 
     def place(self, graph, cluster, params, seed):
         room = cluster.capacity * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE
@@ -131,6 +140,7 @@ class GrStorm(Scheduler):
             enqueue(part)
         adjacency = graph.undirected
         n_parts = len(queue)
+        refused = None
         while queue:
             part = np.array(heapq.heappop(queue)[1], dtype=np.int64)
             load = float(graph.load[part].sum())
@@ -142,10 +152,9 @@ class GrStorm(Scheduler):
                 node = _shared_node(graph, cluster, adjacency, part, node_of, room, load)
                 if node is None:
                     if part.size == 1:
-                        raise InfeasibleError(
-                            f"gr-storm: task {graph.task_ids[part[0]]} (load {load:g}) fits on no node "
-                            f"(largest room left {room.max():g})"
-                        )
+                        refused = refused or (f"gr-storm: task {graph.task_ids[part[0]]} (load {load:g}) fits on "
+                                              f"no node (largest room left {room.max():g})")
+                        continue
                     for piece in min_cut_split(graph, part):
                         enqueue(piece)
                     n_parts += 1
@@ -153,6 +162,8 @@ class GrStorm(Scheduler):
                 worker_of[part] = _busiest_worker(adjacency, part, node_of, worker_of, node)
             node_of[part] = node
             room[node] -= load
+        if refused:
+            raise PackingFailed(refused, node_of, worker_of, metadata={"partitions": n_parts})
         return Placement.build(node_of, worker_of, {"partitions": n_parts})
 
 

@@ -1,4 +1,6 @@
-"""I-Scheduler (i-scheduler.txt section 4, Algorithm 1, eqs. 6-9).
+"""I-Scheduler (Eskandari et al. [1]_ section 4, Algorithm 1, eqs. 6-9).
+
+K-way partitioning is METIS's multilevel k-way scheme [2]_.
 
 FIRST_LEVEL (lines 22-54): nodes are grouped into capacity classes N = [(c_1, q_1), ...],
 largest first (line 12). While the graph has more than phi items (unfused tasks t plus fused
@@ -33,6 +35,17 @@ Where the paper is loose, we choose:
 - Tasks still unfused when the classes run out (parts smaller than c leave room on the nodes)
   go, each, to the node with room holding most of its traffic.
 - If the solver finds nothing for the reduced graph, the fallback heuristic is used instead.
+- When the partitioning finds no parts within the class capacity, or a task left unfused fits
+  on no node, the packing fails (:class:`~streamsched.schedulers.base.PackingFailed`: repaired,
+  or refused with ``strict``).
+
+References
+----------
+.. [1] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
+.. [2] Karypis, G.; Kumar, V. (1998) "Multilevel k-way partitioning scheme for irregular graphs",
+   Journal of Parallel and Distributed Computing 48(1), pp. 96-129.
 """
 
 from __future__ import annotations
@@ -52,7 +65,7 @@ from streamsched.model.placement import CAPACITY_TOLERANCE, Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.partitioning import assign_workers, partition
 from streamsched.schedulers import register
-from streamsched.schedulers.base import Param, Scheduler
+from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler
 
 CALIBRATION_FILE = "i_scheduler_calibration.json"
 UNFUSED = -1
@@ -188,7 +201,7 @@ def _fusion_order(sub, parts: np.ndarray, load: np.ndarray, k: int) -> list[int]
 # ------------------------------------------------------------ final mapping
 def direct_mapping(graph: TaskGraph, cluster: Cluster, reduction: Reduction) -> np.ndarray:
     """DIRECT_MAPPING (line 51): the j-th fused part of class i on the j-th node of capacity c_i;
-    tasks left unfused go where they have most traffic, among nodes with room."""
+    tasks left unfused go where they have most traffic, among nodes with room (-1 when none has)."""
     classes = [(c, q) for c, q in cluster.capacity_classes() if c > 0]
     node_of = np.full(graph.n_tasks, -1, np.int64)
     used = [0] * len(classes)
@@ -205,10 +218,7 @@ def direct_mapping(graph: TaskGraph, cluster: Cluster, reduction: Reduction) -> 
         towards = np.bincount(node_of[row.indices[placed]], weights=row.data[placed], minlength=cluster.n_nodes)
         fits = room >= graph.load[task]
         if not fits.any():
-            raise InfeasibleError(
-                f"i-scheduler: task {graph.task_ids[task]} (load {graph.load[task]:g}) fits on no node "
-                f"after the fused parts were mapped (largest room {room.max():g})"
-            )
+            continue
         score = np.where(fits, towards, -np.inf)
         best = np.flatnonzero(score == score.max())
         k = int(best[np.argmax(room[best])])
@@ -234,6 +244,7 @@ def solve_reduced(graph: TaskGraph, cluster: Cluster, reduction: Reduction, thet
 class IScheduler(Scheduler):
     name = "i-scheduler"
     summary = "I-Scheduler: iterative K-way partitioning and fusion, then the exact solver (or fallback)"
+    objective = "traffic"
     randomised = True
     params = (
         Param("theta", float, 1.0, "seconds allowed for the solver (0 = fallback heuristic only)", low=0.0),
@@ -242,6 +253,7 @@ class IScheduler(Scheduler):
         Param("solver", str, "cp-sat", "exact solver back-end", choices=("cp-sat", "highs", "cplex")),
         Param("solver_workers", int, 1, "solver threads", low=1, high=64),
         Param("backend", str, "metis", "partitioner", choices=("metis", "kahip")),
+        STRICT,
     )
 
     def place(self, graph, cluster, params, seed):
@@ -249,7 +261,11 @@ class IScheduler(Scheduler):
         use_solver = theta > 0
         phi = (params["phi"] or find_threshold(theta)) if use_solver else 0
         use_solver = use_solver and phi > 0
-        reduction = first_level(graph, cluster, phi, use_solver, seed, params["backend"])
+
+        def second_level(node_of: np.ndarray) -> np.ndarray:
+            return assign_workers(graph, cluster, node_of, params["max_tasks_per_worker"], seed, params["backend"])
+
+        reduction = self._first_level(graph, cluster, phi, use_solver, seed, params["backend"], second_level)
         meta: dict[str, Any] = {"phi": phi, "steps": [asdict(s) for s in reduction.steps]}
         node_of = None
         if reduction.use_solver:
@@ -262,9 +278,23 @@ class IScheduler(Scheduler):
                 meta["mode"] = "solver"
         if node_of is None:
             if reduction.use_solver:
-                reduction = first_level(graph, cluster, 0, False, seed, params["backend"])
+                reduction = self._first_level(graph, cluster, 0, False, seed, params["backend"], second_level)
                 meta["steps"] = [asdict(s) for s in reduction.steps]
             node_of = direct_mapping(graph, cluster, reduction)
             meta["mode"] = "fallback"
-        worker_of = assign_workers(graph, cluster, node_of, params["max_tasks_per_worker"], seed, params["backend"])
-        return Placement.build(node_of, worker_of, meta)
+            left = np.flatnonzero(node_of < 0)
+            if left.size:
+                raise PackingFailed(
+                    f"i-scheduler: {left.size} tasks (load {graph.load[left].sum():g}; task {graph.task_ids[left[0]]}: "
+                    f"{graph.load[left[0]]:g}) fit on no node after the fused parts were mapped",
+                    node_of, metadata=meta, workers_for=second_level)
+        return Placement.build(node_of, second_level(node_of), meta)
+
+    @staticmethod
+    def _first_level(graph, cluster, phi, use_solver, seed, backend, second_level) -> Reduction:
+        """:func:`first_level`; a partitioning that finds no parts within capacity fails the packing."""
+        try:
+            return first_level(graph, cluster, phi, use_solver, seed, backend)
+        except InfeasibleError as exc:
+            raise PackingFailed(f"i-scheduler: {exc}", np.full(graph.n_tasks, -1),
+                                workers_for=second_level) from None

@@ -1,4 +1,4 @@
-"""Storm's IsolationScheduler (thesis-top-a3-ban-gr-storm.txt section 4.2; prior-art.md).
+"""Storm's [1]_ IsolationScheduler (Muhammad [2]_ section 4.2).
 
 ``isolation.scheduler.machines`` maps topology names to machine counts: an isolated topology
 gets that many whole machines that no other topology uses (before or after it), chosen among
@@ -7,6 +7,15 @@ over those machines' slots (Storm's even scheduling, capacity-aware). Every othe
 scheduled evenly on the machines no isolated topology holds. Run several topologies through
 :func:`streamsched.schedulers.base.schedule_many` (``streamsched schedule -w a -w b``), the
 isolated ones first as Storm does.
+
+References
+----------
+.. [1] Toshniwal, A.; Taneja, S.; Shukla, A.; Ramasamy, K.; Patel, J. M.; Kulkarni, S.; Jackson, J.;
+   Gade, K.; Fu, M.; Donham, J.; Bhagat, N.; Mittal, S.; Ryaboy, D. (2014) "Storm @Twitter",
+   Proceedings of the 2014 ACM SIGMOD International Conference on Management of Data, pp. 147-156.
+.. [2] Muhammad, A. (2023) "A scheduler for efficient scheduling of stream processing tasks on
+   computational clusters", PhD thesis, Department of Computer Science, Capital University of
+   Science and Technology, Islamabad.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from streamsched.errors import InfeasibleError, ParameterError
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.schedulers import register
-from streamsched.schedulers.base import Param, Scheduler
+from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler
 from streamsched.schedulers.even import EvenScheduler
 
 
@@ -40,9 +49,17 @@ def parse_machines(spec: str, owner: str = "isolation") -> dict[str, int]:
 class IsolationScheduler(Scheduler):
     name = "isolation"
     summary = "Storm's Isolation scheduler: listed topologies on dedicated machines, the rest even"
+    objective = "balance"
     params = (
         Param("machines", str, "", "dedicated machines per topology, e.g. 'wordcount=2,exclamation=1'"),
+        STRICT,
     )
+
+    def skip_reason(self, graph, cluster):
+        """Without machines dedicated to ``graph``, one topology gets Storm's even placement."""
+        if graph.name not in parse_machines(self.resolved_params()["machines"], self.name):
+            return f"no machines dedicated to {graph.name!r} (param machines={graph.name}=N): the placement would be even's"
+        return super().skip_reason(graph, cluster)
 
     def place(self, graph, cluster, params, seed):
         wanted = parse_machines(params["machines"], self.name).get(graph.name)
@@ -63,7 +80,11 @@ class IsolationScheduler(Scheduler):
                 f"isolation: {graph.name!r} needs load {graph.total_load:g}; its {wanted} dedicated machines "
                 f"have capacity {have:g}"
             )
-        placement = self._even(graph, cluster, chosen, seed)
+        try:
+            placement = self._even(graph, cluster, chosen, seed)
+        except PackingFailed as failure:  # repaired on the dedicated machines only
+            failure.metadata["dedicated_nodes"] = chosen
+            raise
         return placement.with_metadata(dedicated_nodes=chosen)
 
     @staticmethod
@@ -72,6 +93,11 @@ class IsolationScheduler(Scheduler):
         if not nodes:
             raise InfeasibleError(f"isolation: no machine of {cluster.name!r} is left for {graph.name!r}")
         sub = Cluster(name=cluster.name, nodes=tuple(cluster.nodes[k] for k in nodes))
-        inner = EvenScheduler().place(graph, sub, {"workers": 0}, seed)
         index = np.asarray(nodes)
+        try:
+            inner = EvenScheduler().place(graph, sub, {"workers": 0}, seed)
+        except PackingFailed as failure:
+            node_of = np.where(failure.node_of >= 0, index[np.maximum(failure.node_of, 0)], -1)
+            raise PackingFailed(str(failure), node_of, failure.worker_of, nodes=index[failure.nodes],
+                                metadata=failure.metadata) from None
         return Placement.build(index[inner.node_of], inner.worker_of)

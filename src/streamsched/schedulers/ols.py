@@ -1,5 +1,5 @@
-"""OLS: Aniello et al.'s traffic-based online scheduler (fischer-metis-scheduler.txt section IV-B;
-t3-scheduler.txt section 2; i-scheduler.txt section 2; prior-art.md).
+"""OLS: Aniello et al.'s traffic-based online scheduler [1]_, as Fischer and Bernstein [2]_
+(section IV-B2), T3-Scheduler [3]_ (section 2) and I-Scheduler [4]_ (section 2) describe it.
 
 Phase 1 puts executors (tasks) into worker slots: task pairs in decreasing traffic; a pair of
 unplaced tasks goes to the least loaded slot that can take both, otherwise each to the least
@@ -17,11 +17,29 @@ Knobs, all in [0, 1] except gamma:
 - ``alfa``: executors per slot, from ``ceil(E / S)`` (0) to ``E - S + 1`` (1);
 - ``gamma``: a slot's load at most ``gamma`` x the average slot load (>= 1).
 
-Defaults are the values Fischer et al. took from Aniello et al. (alfa 0, beta 0.5, gamma 1.1)
+Defaults are the values Fischer and Bernstein [2]_ took from Aniello et al. [1]_ (alfa 0, beta 0.5, gamma 1.1)
 and one worker per node (delta 0), which Aniello et al. recommend to avoid inter-worker traffic.
 A task that no slot can take within alfa/gamma goes to the least loaded slot; a slot that no
 node can take is split, its tasks going one by one to the node they exchange most traffic with
-among those with room. :func:`should_reschedule` is the traffic.improvement rule.
+among those with room; a task with no such node fails the packing
+(:class:`~streamsched.schedulers.base.PackingFailed`: repaired, or refused with ``strict``).
+The traffic.improvement rule (re-schedule only for a large enough cut)
+is :func:`streamsched.schedulers.replanning.should_reschedule`.
+
+References
+----------
+.. [1] Aniello, L.; Baldoni, R.; Querzoni, L. (2013) "Adaptive online scheduling in Storm",
+   Proceedings of the 7th ACM International Conference on Distributed Event-Based Systems (DEBS
+   '13), pp. 207-218.
+.. [2] Fischer, L.; Bernstein, A. (2015) "Workload scheduling in distributed stream processors using
+   graph partitioning", 2015 IEEE International Conference on Big Data (IEEE BigData 2015), Santa
+   Clara, CA, IEEE Computer Society.
+.. [3] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2018) "T3-Scheduler: A topology and traffic
+   aware two-level scheduler for stream processing systems in a heterogeneous cluster", Future
+   Generation Computer Systems 89, pp. 617-632, doi:10.1016/j.future.2018.07.011.
+.. [4] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
 """
 
 from __future__ import annotations
@@ -31,22 +49,11 @@ import math
 import numpy as np
 
 from streamsched.errors import InfeasibleError
-from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.schedulers import register
-from streamsched.schedulers.base import Param, Scheduler, remaining_capacity
-
-
-def should_reschedule(graph: TaskGraph, current: Placement, proposed: Placement, traffic_improvement: float) -> bool:
-    """Aniello et al.'s rule: move to ``proposed`` only when it cuts the inter-node traffic of
-    ``current``, and by at least ``traffic_improvement`` percent (Fischer et al. used 1)."""
-    if not 0 <= traffic_improvement <= 100:
-        raise ValueError(f"traffic_improvement must be in [0, 100], got {traffic_improvement}")
-    before = inter_node_traffic(graph, current)
-    after = inter_node_traffic(graph, proposed)
-    return after < before and after <= before * (1 - traffic_improvement / 100)
+from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler, remaining_capacity
 
 
 def _pairs(rows: np.ndarray, cols: np.ndarray, weight: np.ndarray) -> list[tuple[int, int]]:
@@ -200,11 +207,13 @@ class _Restricted:
 
 
 def _place_split_slots(graph, cluster, capacity, nodes: _Bins, node_of, worker_of, workers_on) -> None:
-    """Tasks of slots no node could take: one by one to the node with room they talk to most."""
+    """Tasks of slots no node could take: one by one to the node with room they talk to most;
+    ``PackingFailed`` (the others placed) when some fit nowhere."""
     left = np.flatnonzero(node_of < 0)
     if left.size == 0:
         return
     adjacency = graph.undirected
+    refused = None
     for task in left[np.argsort(-graph.load[left], kind="stable")].tolist():
         row = slice(adjacency.indptr[task], adjacency.indptr[task + 1])
         neighbours, rates = adjacency.indices[row], adjacency.data[row]
@@ -216,26 +225,31 @@ def _place_split_slots(graph, cluster, capacity, nodes: _Bins, node_of, worker_o
                 best = k
                 break
         if best is None:
-            raise InfeasibleError(
+            refused = refused or (
                 f"ols: task {graph.task_label(task)} (load {graph.load[task]:g}) fits on no node "
                 f"(largest room left {float((capacity - nodes.load).max()):g})"
             )
+            continue
         if workers_on[best] == 0:
             workers_on[best] = 1
         node_of[task] = best
         worker_of[task] = int(workers_on[best]) - 1
         nodes.load[best] += graph.load[task]
+    if refused:
+        raise PackingFailed(refused, node_of, worker_of, nodes=np.flatnonzero(cluster.slots > 0))
 
 
 @register
 class OnlineScheduler(Scheduler):
     name = "ols"
     summary = "Aniello et al.'s online scheduler: traffic-ordered task pairs into least loaded slots, slots onto nodes"
+    objective = "traffic"
     params = (
         Param("alfa", float, 0.0, "executors per slot: ceil(E/S) (0) .. E-S+1 (1)", low=0.0, high=1.0),
         Param("beta", float, 0.5, "nodes used: fewest that fit (0) .. all (1)", low=0.0, high=1.0),
         Param("gamma", float, 1.1, "max slot load as a multiple of the average slot load", low=1.0),
         Param("delta", float, 0.0, "slots per node: 1 (0) .. all the node's slots (1)", low=0.0, high=1.0),
+        STRICT,
     )
 
     def place(self, graph, cluster, params, seed):

@@ -1,18 +1,38 @@
-"""The optimal scheduler of i-scheduler.txt section 3 (eqs. 1-5) and t3-scheduler.txt section 5.
+"""The optimal scheduler of Eskandari et al. [1]_ section 3 (eqs. 1-5) and [2]_ section 5.
 
 Minimises inter-node traffic (eq. 3) subject to node capacity (eq. 4) and one node per task
 (eq. 5) with an exact solver (:func:`streamsched.solvers.solve_placement`), within
-``time_limit`` seconds (theta of i-scheduler.txt Algorithm 1). The placement's metadata carries
-``status`` (optimal / feasible), the proven lower ``bound`` and the relative ``gap``. All tasks
-of a node share its first worker slot (no inter-worker traffic inside a node).
+``time_limit`` seconds of wall clock for the whole call (theta of [1]_ Algorithm 1).
+The placement's metadata carries ``status`` (optimal / feasible), the proven lower ``bound``
+and the relative ``gap``. All tasks of a node share its first worker slot (no inter-worker
+traffic inside a node).
+
+Warm starts: the other registered cluster schedulers (I-Scheduler, METIS, R-Storm and T3
+first, then the rest) run with the same seed and their default parameters in a forked child
+process for at most ``WARM_START_SHARE`` of the time limit; each placement that arrives in time
+is a candidate start, so ``optimal`` never returns a placement worse than one of them. A
+scheduler that fails is skipped (``warm_starts`` in the metadata says what each one gave).
 
 :meth:`OptimalScheduler.replan` re-plans from a current placement, minimising traffic plus a
-cost per migrated task (Storm restarts what moves; edge-cloud-topset.txt counts migrations),
+cost per migrated task (Storm restarts what moves; Ghosh et al. [3]_ section 3 count migrations),
 and reports how many tasks move.
+
+References
+----------
+.. [1] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
+.. [2] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2018) "T3-Scheduler: A topology and traffic
+   aware two-level scheduler for stream processing systems in a heterogeneous cluster", Future
+   Generation Computer Systems 89, pp. 617-632, doi:10.1016/j.future.2018.07.011.
+.. [3] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from typing import Any
 
@@ -23,15 +43,22 @@ from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import NO_WORKER, Placement
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.native_output import captured_native_output
 from streamsched.schedulers import register
 from streamsched.schedulers.base import Param, Scheduler, check_fits
-from streamsched.solvers import BACKENDS, FORMULATIONS, solve_placement
+from streamsched.solvers import BACKENDS, DEFAULT_MEMORY_LIMIT_MB, FORMULATIONS, solve_placement
+
+#: Share of ``time_limit`` the warm-start schedulers may use, and the ones tried first.
+WARM_START_SHARE = 0.3
+FIRST_WARM_STARTS = ("i-scheduler", "metis", "r-storm", "t3")
 
 
 @register
 class OptimalScheduler(Scheduler):
     name = "optimal"
     summary = "exact minimum inter-node traffic (MILP: CP-SAT, HiGHS or CPLEX) with proven bound and gap"
+    objective = "traffic"
+    exact = True
     params = (
         Param("time_limit", float, 10.0, "seconds (theta); the best placement found is returned", low=0.01),
         Param("backend", str, "cp-sat", "solver", choices=tuple(BACKENDS)),
@@ -39,23 +66,30 @@ class OptimalScheduler(Scheduler):
         Param("formulation", str, "auto", "integer program", choices=FORMULATIONS),
         Param("respect_memory", bool, False, "also keep task memory within node RAM"),
         Param("tasks_per_slot", int, 0, "at most slots x this many tasks per node (0 = no limit)", low=0),
+        Param("memory_limit_mb", float, DEFAULT_MEMORY_LIMIT_MB,
+              "above this estimated model size, a smaller model or local search alone", low=1.0),
+        Param("warm_starts", bool, True, "start from the other cluster schedulers' placements"),
     )
     randomised = True
 
     def place(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
         return self._solve(graph, cluster, params, seed)
 
-    def replan(self, graph: TaskGraph, cluster: Cluster, current: Placement, migration_cost: float,
-               seed: int = 0, pinned: dict[int, int] | None = None, excluded=None) -> Placement:
-        """Re-place ``graph`` minimising traffic + ``migration_cost`` x moved tasks.
+    replan_options = (Param("migration_cost", float, 1.0, "cost per moved task, in rate units", low=0.0),)
+
+    def replan(self, graph: TaskGraph, cluster: Cluster, current: Placement, seed: int = 0,
+               **options: Any) -> Placement:
+        """The exact form of :meth:`Scheduler.replan`: minimise traffic + ``migration_cost`` x
+        moved tasks (instead of the threshold rule).
 
         ``current`` gives each task's node now (``node_of`` -1 for a new task); the metadata
-        adds ``moved`` and ``migration_cost``. ``pinned``/``excluded`` as in ``schedule_with``.
+        adds ``moved`` and ``migration_cost``. Pinned tasks or excluded nodes: ``schedule_with``.
         """
+        settings = self.replan_settings(options)
         if current.n_tasks != graph.n_tasks:
             raise InputError(f"current placement has {current.n_tasks} tasks, graph {graph.name!r} has {graph.n_tasks}")
-        return self.schedule_with(graph, cluster, seed, pinned=pinned, excluded=excluded,
-                                  current=np.asarray(current.node_of), migration_cost=float(migration_cost))
+        return self.schedule_with(graph, cluster, seed, current=np.asarray(current.node_of),
+                                  migration_cost=settings["migration_cost"])
 
     def schedule_with(self, graph: TaskGraph, cluster: Cluster, seed: int = 0, **constraints) -> Placement:
         """:meth:`schedule` with solver constraints: ``pinned`` ({task index: node index}),
@@ -69,13 +103,23 @@ class OptimalScheduler(Scheduler):
                                        cost=inter_node_traffic(graph, placement), **dict(placement.metadata))
 
     def _solve(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int, **constraints) -> Placement:
+        started = time.perf_counter()
+        starts: list[np.ndarray] = []
+        report: dict[str, Any] = {}
+        if params["warm_starts"] and "current" not in constraints and not constraints.get("pinned") \
+                and constraints.get("excluded") is None:
+            starts, report = heuristic_placements(graph, cluster, seed, params["time_limit"] * WARM_START_SHARE)
         if params["respect_memory"]:
             constraints.update(memory=graph.memory_mb, node_memory=[n.ram_mb for n in cluster.nodes])
         if params["tasks_per_slot"]:
             constraints["max_items"] = cluster.slots * params["tasks_per_slot"]
+        remaining = max(params["time_limit"] - (time.perf_counter() - started), 0.01)
         result = solve_placement(graph.load, graph.src, graph.dst, graph.rate, cluster.capacity,
-                                 time_limit=params["time_limit"], backend=params["backend"], seed=seed,
-                                 workers=params["workers"], formulation=params["formulation"], **constraints)
+                                 time_limit=remaining, backend=params["backend"], seed=seed,
+                                 workers=params["workers"], formulation=params["formulation"],
+                                 memory_limit_mb=params["memory_limit_mb"], groups=graph.task_operator,
+                                 warm_start=starts or None, work_limit=params["time_limit"] * (1 - WARM_START_SHARE),
+                                 **constraints)
         if result.status == "infeasible":
             raise InfeasibleError(f"optimal: graph {graph.name!r} cannot be placed on cluster {cluster.name!r} "
                                   f"under its capacity (and other) constraints")
@@ -86,9 +130,103 @@ class OptimalScheduler(Scheduler):
         worker_of = np.where(cluster.slots[node_of] > 0, 0, NO_WORKER)
         metadata = {"status": result.status, "bound": result.bound, "gap": result.gap,
                     "backend": result.backend, "formulation": result.formulation,
-                    "solver_time_s": result.wall_time_s}
+                    "solver_time_s": result.wall_time_s, "bound_source": result.bound_source,
+                    "start_cost": result.start_objective}
+        if report:
+            metadata["warm_starts"] = report
+        if result.note:
+            metadata["note"] = result.note
         if "current" in constraints:
             # bound and gap then refer to this objective: traffic + migration_cost x moved
             metadata.update(moved=result.moved, migration_cost=constraints.get("migration_cost", 0.0),
                             objective=result.objective)
         return Placement.build(node_of, worker_of, metadata)
+
+
+def heuristic_placements(graph: TaskGraph, cluster: Cluster, seed: int,
+                         seconds: float) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """Node per task of every other cluster scheduler that finishes within ``seconds``.
+
+    They run one after another in a forked child (so that one running long is stopped at the
+    deadline), which sends each placement as it is found. Returns the placements and, per
+    scheduler, its cost or why it gave none.
+    """
+    from streamsched.schedulers import available, scheduler_class
+
+    names = [name for name in available() if name != OptimalScheduler.name
+             and scheduler_class(name).family == "cluster" and not scheduler_class(name).exact
+             and not scheduler_class(name).needs_edge_nodes]
+    names = [n for n in FIRST_WARM_STARTS if n in names] + [n for n in names if n not in FIRST_WARM_STARTS]
+    report: dict[str, Any] = {name: "not run (time)" for name in names}
+    found: list[np.ndarray] = []
+    _import_heavy_libraries()  # once per process, so that a first call's imports do not use the share
+    deadline = time.perf_counter() + seconds
+    if "fork" not in multiprocessing.get_all_start_methods():
+        for name in names:  # no fork (Windows): in this process, stopping when time is up
+            if time.perf_counter() >= deadline:
+                break
+            outcome = _run_one(name, graph, cluster, seed)
+            _record(outcome, graph, report, found)
+        return found, report
+    receiver, sender = multiprocessing.get_context("fork").Pipe(duplex=False)
+    child = multiprocessing.get_context("fork").Process(target=_run_all, args=(names, graph, cluster, seed, sender),
+                                                        daemon=True)
+    child.start()
+    sender.close()
+    try:
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0 or not receiver.poll(left):
+                break
+            try:
+                outcome = receiver.recv()
+            except EOFError:
+                break
+            if outcome is None:
+                break
+            _record(outcome, graph, report, found)
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receiver.close()
+    return found, report
+
+
+def _import_heavy_libraries() -> None:
+    """Import what the warm-start schedulers load lazily (OR-Tools, scipy.optimize, METIS) in
+    this process, before forking: the child inherits them, and every run sees the same share."""
+    import importlib
+    import importlib.util
+
+    for module in ("streamsched.solvers.cpsat", "streamsched.solvers.relaxation", "pymetis"):
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module)
+    from streamsched.schedulers.i_scheduler import calibration
+
+    calibration()  # I-Scheduler's table, read once (cached)
+
+
+def _run_all(names, graph, cluster, seed, sender) -> None:
+    with captured_native_output("warm-start schedulers"):
+        for name in names:
+            sender.send(_run_one(name, graph, cluster, seed))
+        sender.send(None)
+
+
+def _run_one(name: str, graph: TaskGraph, cluster: Cluster, seed: int) -> tuple[str, Any]:
+    from streamsched.schedulers import get_scheduler
+
+    try:
+        return name, np.asarray(get_scheduler(name).schedule(graph, cluster, seed=seed).node_of)
+    except Exception as exc:  # noqa: BLE001 - a failing warm start is skipped, its reason kept
+        return name, f"failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"
+
+
+def _record(outcome: tuple[str, Any], graph: TaskGraph, report: dict[str, Any], found: list[np.ndarray]) -> None:
+    name, value = outcome
+    if isinstance(value, str):
+        report[name] = value
+        return
+    report[name] = float(graph.rate[value[graph.src] != value[graph.dst]].sum())
+    found.append(value)

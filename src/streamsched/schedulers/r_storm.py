@@ -1,4 +1,5 @@
-"""R-Storm: Storm's Resource Aware Scheduler, default strategy (prior-art.md, "Apache Storm's schedulers").
+"""R-Storm: Storm's Resource Aware Scheduler, default strategy (Peng et al. [1]_; the baseline of
+I-Scheduler [2]_ section 5).
 
 1. *Executor order*: operators sorted by their number of neighbouring operators (most connected
    first, ties by operator index); each is followed by its not yet listed neighbours, again most
@@ -17,20 +18,30 @@ and node memory ``ram_mb`` (Storm's supervisor defaults 400 / 4096 are the ``Nod
 4 cores, 4096 MB). Several topologies (``schedule_many``): the CPU of the load earlier
 topologies put on a node is charged at the same ``cpu_per_load``. A topology's executors on
 one node share one worker (slot 0 of the node's free slots).
-A topology needing more CPU or memory than all nodes together is refused at once; any other
-failure (``InfeasibleError``) lists the executor's needs and every node's availability.
+A topology needing more CPU or memory than all nodes together fails at once; any other
+failure lists the executor's needs and every node's availability. Both fail the packing
+(:class:`~streamsched.schedulers.base.PackingFailed`, with the deepest partial placement the
+search reached): ``strict`` refuses (``InfeasibleError``), otherwise the capacity repair
+finishes it, within the model's load capacity (not R-Storm's CPU and memory limits).
+
+References
+----------
+.. [1] Peng, B.; Hosseini, M.; Hong, Z.; Farivar, R.; Campbell, R. (2015) "R-Storm: Resource-aware
+   scheduling in Storm", Proceedings of the 16th Annual Middleware Conference, ACM, pp. 149-161.
+.. [2] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from streamsched.errors import InfeasibleError
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.schedulers import register
-from streamsched.schedulers.base import Param, Scheduler, remaining_capacity
+from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler, remaining_capacity
 
 CPU_PER_CORE = 100.0
 
@@ -86,10 +97,12 @@ def task_demands(graph: TaskGraph, cpu_per_load: float, default_memory_mb: float
 class RStormScheduler(Scheduler):
     name = "r-storm"
     summary = "R-Storm: executors by connectivity onto the most available nodes, CPU/memory fit, backtracking"
+    objective = "resources"
     params = (
         Param("cpu_per_load", float, 10.0, "CPU points (100 = one core) per unit of task load", low=0.0),
         Param("default_memory_mb", float, 128.0, "memory of a task whose graph gives none", low=0.0),
         Param("max_state_search", int, 10_000, "placements tried before giving up (Storm's state limit)", low=1),
+        STRICT,
     )
 
     def place(self, graph, cluster, params, seed):
@@ -101,8 +114,9 @@ class RStormScheduler(Scheduler):
         totals = (("CPU", need_cpu.sum(), cpu[nodes].sum()), ("MB", need_mem.sum(), mem[nodes].sum()))
         for resource, need, have in totals:
             if need > have * (1 + 1e-9) + 1e-9:
-                raise InfeasibleError(f"r-storm: {graph.name!r} needs {need:g} {resource} in total; the nodes "
-                                      f"with slots in {cluster.name!r} have {have:g} {resource} available")
+                raise PackingFailed(f"r-storm: {graph.name!r} needs {need:g} {resource} in total; the nodes "
+                                    f"with slots in {cluster.name!r} have {have:g} {resource} available",
+                                    np.full(graph.n_tasks, -1), nodes=sorted(nodes))
         order = executor_order(graph)
         tol = 1e-9
         node_of = np.full(graph.n_tasks, -1, np.int32)
@@ -129,11 +143,12 @@ class RStormScheduler(Scheduler):
                 deepest = max(deepest, position)
                 continue
             if deepest == position:
-                stuck = (task, cpu.copy(), mem.copy(), room.copy())
+                stuck = (task, cpu.copy(), mem.copy(), room.copy(), node_of.copy())
             choice[position] = 0
             position -= 1
             if position < 0 or states >= params["max_state_search"]:
-                raise InfeasibleError(self._failure(graph, cluster, stuck, need_cpu, need_mem, states))
+                raise PackingFailed(self._failure(graph, cluster, stuck, need_cpu, need_mem, states), stuck[4],
+                                    np.where(stuck[4] >= 0, 0, -1), nodes=sorted(nodes), metadata={"states": states})
             undo = order[position]
             k = node_of[undo]
             cpu[k] += need_cpu[undo]
@@ -143,7 +158,7 @@ class RStormScheduler(Scheduler):
         return Placement.build(node_of, np.zeros(graph.n_tasks, np.int32), {"states": states})
 
     def _failure(self, graph: TaskGraph, cluster: Cluster, stuck, need_cpu, need_mem, states: int) -> str:
-        task, cpu, mem, room = stuck
+        task, cpu, mem, room, _ = stuck
         available = ", ".join(
             f"{node.name} {cpu[k]:g} CPU/{mem[k]:g} MB/load {max(room[k], 0):.4g}"
             for k, node in enumerate(cluster.nodes) if cluster.slots[k] > 0

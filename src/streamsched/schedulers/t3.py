@@ -1,4 +1,5 @@
-"""T3-Scheduler: topology and traffic aware two-level scheduling (t3-scheduler.txt, Algorithms 1-2).
+"""T3-Scheduler: topology and traffic aware two-level scheduling (Eskandari et al.
+[1]_, Algorithms 1-2).
 
 First level (section 4.4): the *simplified graph* has one vertex per group of tasks (initially
 one group per operator, section 4.2), weighted by the summed task load, and one edge per pair of
@@ -11,23 +12,29 @@ left grows its sub-graph by the neighbouring group with the largest traffic to i
 Appendix B). The simplified graph is updated after each split: the tasks of a group that stay
 unassigned form the new group (A2, B2). When a node with room has no unassigned neighbour left,
 it starts again from the heaviest remaining pair, so every node is filled (section 4.3: "fills
-a node ... up to its capacity").
+a node ... up to its capacity"). Tasks left when every node is filled fail the packing
+(:class:`~streamsched.schedulers.base.PackingFailed`: repaired, or refused with ``strict``).
 
 Second level (section 4.5, eq. 3): the tasks of each node go to ``ceil(t / T)`` workers by
 K-way partitioning (:func:`streamsched.partitioning.workers.assign_workers`).
 
 Ties between task pairs of equal rate are broken by task order (the paper picks "at random";
 task order reproduces Appendix A exactly); ties between equal-capacity nodes come from the seed.
+
+References
+----------
+.. [1] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2018) "T3-Scheduler: A topology and traffic
+   aware two-level scheduler for stream processing systems in a heterogeneous cluster", Future
+   Generation Computer Systems 89, pp. 617-632, doi:10.1016/j.future.2018.07.011.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from streamsched.errors import InfeasibleError
 from streamsched.model.placement import Placement
 from streamsched.schedulers import register
-from streamsched.schedulers.base import Param, Scheduler, remaining_capacity
+from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler, remaining_capacity
 
 UNASSIGNED = -1
 
@@ -190,7 +197,8 @@ class _FirstLevel:
 
 
 def t3_first_level(graph, capacity: np.ndarray, seed: int) -> np.ndarray:
-    """Task -> node of Algorithm 1's first level; raises ``InfeasibleError`` if nodes run out."""
+    """Task -> node of Algorithm 1's first level; ``PackingFailed`` (the tasks placed so far)
+    if nodes run out."""
     state = _FirstLevel(graph, capacity)
     for node in node_order(capacity, seed):
         if not state.unassigned().any():
@@ -198,10 +206,9 @@ def t3_first_level(graph, capacity: np.ndarray, seed: int) -> np.ndarray:
         state.fill(node)
     left = np.flatnonzero(state.unassigned())
     if left.size:
-        raise InfeasibleError(
+        raise PackingFailed(
             f"t3: {left.size} tasks (load {graph.load[left].sum():g}) left after filling every node; "
-            f"the largest task left needs {graph.load[left].max():g}"
-        )
+            f"the largest task left needs {graph.load[left].max():g}", state.node_of)
     return state.node_of
 
 
@@ -209,15 +216,23 @@ def t3_first_level(graph, capacity: np.ndarray, seed: int) -> np.ndarray:
 class T3Scheduler(Scheduler):
     name = "t3"
     summary = "T3-Scheduler: operator groups grown into node-sized sub-graphs, then K-way into workers"
+    objective = "traffic"
     randomised = True
     params = (
         Param("max_tasks_per_worker", int, 5, "T of eq. 3 (the paper's experiments use 5)", low=1),
+        STRICT,
     )
 
     def place(self, graph, cluster, params, seed):
         from streamsched.partitioning.workers import assign_workers
 
-        node_of = t3_first_level(graph, remaining_capacity(cluster), seed)
-        worker_of = assign_workers(graph, cluster, node_of, max_tasks_per_worker=params["max_tasks_per_worker"],
-                                   seed=seed)
-        return Placement.build(node_of, worker_of)
+        def second_level(node_of: np.ndarray) -> np.ndarray:
+            return assign_workers(graph, cluster, node_of, max_tasks_per_worker=params["max_tasks_per_worker"],
+                                  seed=seed)
+
+        try:
+            node_of = t3_first_level(graph, remaining_capacity(cluster), seed)
+        except PackingFailed as failure:
+            failure.workers_for = second_level
+            raise
+        return Placement.build(node_of, second_level(node_of))

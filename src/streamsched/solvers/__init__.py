@@ -1,9 +1,16 @@
-"""Exact task placement: one model (i-scheduler.txt section 3, eqs. 1-5), several MILP back-ends.
+"""Exact task placement: one model (Eskandari et al. [1]_ section 3, eqs. 1-5), several MILP
+back-ends.
 
 :func:`solve_placement` takes plain arrays (items with loads, directed weighted edges, node
 capacities), so it serves the ``optimal`` scheduler on task graphs and I-Scheduler on reduced
 graphs of fused tasks alike. Back-ends: ``cp-sat`` (OR-Tools, default), ``highs``, ``cplex``
 (Community Edition size limits are reported as :class:`SolverLimitError`).
+
+References
+----------
+.. [1] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.solvers.backend import SolverLimitError
-from streamsched.solvers.formulations import assignment_model, configuration_model, find_symmetry
+from streamsched.solvers.bounds import grouped_configuration_bound, neighbourhood_bound, structural_groups
+from streamsched.solvers.formulations import ORDERED_ITEMS, assignment_model, configuration_model, find_symmetry
+from streamsched.solvers.local_search import LocalSearch, adjacency_matrix
+from streamsched.solvers.neighbourhoods import NeighbourhoodSearch
 from streamsched.solvers.problem import PlacementProblem, build_problem, greedy_assignment
 
 BACKENDS = {"cp-sat": "cpsat", "highs": "highs", "cplex": "cplex"}
@@ -38,6 +48,9 @@ class SolveResult:
     backend: str
     formulation: str = ""
     moved: int = 0  # items that leave their current node (re-planning)
+    start_objective: float = math.inf  # best start (warm starts, greedy) before any search
+    bound_source: str = ""  # which argument gave ``bound`` (module docstrings of the solvers)
+    note: str = ""  # why a smaller model (or none) was used, when it was
 
     @property
     def gap(self) -> float:
@@ -49,8 +62,24 @@ class SolveResult:
         return (self.objective - self.bound) / self.objective if self.objective > 0 else 0.0
 
 
+#: Memory the process may use for the models, by default (the machine has 24 GiB).
+DEFAULT_MEMORY_LIMIT_MB = 4096.0
+#: Conservative cost of one non-zero of an integer program in CP-SAT (Python objects, proto,
+#: solver copies), measured on random DAGs at 0.5-0.8 kB and 0.5-2.6 us per non-zero.
+BYTES_PER_NONZERO = 1500.0
+SECONDS_PER_NONZERO = 5e-6
+#: Shares of the work budget (``work_limit``): neighbourhood search before the whole model, the
+#: whole model, the grouped lower bound; neighbourhood search again has the rest. Local search
+#: on the start stops when no move helps (or after LOCAL_SHARE of the wall time).
+FIRST_NEIGHBOURHOOD_SHARE, MODEL_SHARE, BOUND_SHARE = 0.25, 0.4, 0.15
+LOCAL_SHARE = 0.1
+#: The whole model may take at most this share of the remaining time to build.
+BUILD_SHARE = 0.3
+
+
 def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0, backend: str = "cp-sat",
                     warm_start=None, seed: int = 0, workers: int = 2, formulation: str = "auto",
+                    memory_limit_mb: float = DEFAULT_MEMORY_LIMIT_MB, groups=None, work_limit: float | None = None,
                     **constraints) -> SolveResult:
     """Minimise inter-node traffic (eq. 3) s.t. capacity (eq. 4) and one node per item (eq. 5).
 
@@ -58,12 +87,28 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
     ----------
     loads, capacity : item loads and node capacities (same units).
     src, dst, rate : directed edges between items and their weights (pairs are summed).
-    time_limit : seconds for the whole call (theta of i-scheduler.txt Algorithm 1).
-    warm_start : a feasible assignment to start from (else a greedy one is used).
+    time_limit : wall-clock seconds for the whole call, model building included (theta of
+        [1]_ Algorithm 1); phases check the clock and the best assignment so far
+        is returned.
+    work_limit : the budget the phases share (default ``time_limit``), in CP-SAT deterministic
+        seconds, so that a run stopped by it returns the same assignment every time (the wall
+        clock then only stops a phase on a slow or busy machine).
+    warm_start : a feasible assignment to start from, or a list of candidate assignments (the
+        infeasible ones are skipped); a greedy one is always tried as well.
     formulation : ``configurations``, ``assignment`` or ``auto`` (the first when it is small).
+    memory_limit_mb : the whole model is built only when its estimated size stays below this;
+        otherwise local and neighbourhood search alone improve the start (``note`` says so).
+    groups : group per item for the grouped lower bound (e.g. the task's operator); default:
+        items with the same neighbours.
     constraints : ``memory`` + ``node_memory``, ``max_items`` (per node), ``pinned``
         ({item: node}), ``excluded`` ((item, node) pairs or items x nodes bool matrix),
         ``current`` (node per item, -1 = new) + ``migration_cost`` (per moved item).
+
+    Phases: best start (warm starts, greedy), local search (:mod:`.local_search`); then the
+    configuration model with reduced-cost fixing when it is small (exact twin classes), else
+    neighbourhood search (:mod:`.neighbourhoods`), the assignment model hinted with the
+    incumbent (when its estimated size fits time and memory), the grouped lower bound
+    (:mod:`.bounds`) and neighbourhood search again until the deadline.
     """
     unknown = sorted(set(constraints) - set(_CONSTRAINTS))
     if unknown:
@@ -74,9 +119,12 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
         raise InputError(f"formulation: {formulation!r} is not one of {', '.join(FORMULATIONS)}")
     if not time_limit > 0:
         raise InputError(f"time_limit: must be > 0, got {time_limit!r}")
-    module = importlib.import_module(f"streamsched.solvers.{BACKENDS[backend]}")  # before the clock
-    importlib.import_module("streamsched.solvers.relaxation")  # scipy.optimize: ~1 s on a first call
+    if not memory_limit_mb > 0:
+        raise InputError(f"memory_limit_mb: must be > 0, got {memory_limit_mb!r}")
     started = time.perf_counter()
+    deadline = started + time_limit
+    module = importlib.import_module(f"streamsched.solvers.{BACKENDS[backend]}")
+    importlib.import_module("streamsched.solvers.relaxation")  # scipy.optimize: ~1 s on a first call
     problem = build_problem(loads, src, dst, rate, capacity, **constraints)
     n = problem.n_items
     done = lambda *args, **kw: SolveResult(*args, wall_time_s=time.perf_counter() - started, backend=backend, **kw)
@@ -84,26 +132,73 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
         return done(np.zeros(0, dtype=np.int64), 0.0, 0.0, "optimal")
     if problem.loads.sum() > problem.capacity.sum() * (1 + 1e-9) + 1e-9:
         return done(np.full(n, -1, dtype=np.int64), math.inf, math.inf, "infeasible")
-    start = _warm_start(problem, warm_start)
+    adjacency = adjacency_matrix(problem)
+    start = _best_start(problem, warm_start)
+    start_objective = math.inf if start is None else problem.cost(start)
+    if start is not None:
+        start = LocalSearch(problem, adjacency).improve(start, _share(deadline, LOCAL_SHARE))
     symmetry = find_symmetry(problem)
-    milp = configuration_model(problem, symmetry) if formulation != "assignment" else None
-    if milp is None:
-        if formulation == "configurations":
-            raise InputError("formulation: the configuration model is too large here; use 'assignment' or 'auto'")
-        milp = assignment_model(problem, symmetry)
-    search = _Search(problem, milp, module, seed, workers, started + time_limit, start)
-    if milp.name == "configurations":
+    milp, note = None, ""
+    if formulation != "assignment":
+        milp = configuration_model(problem, symmetry)
+    if milp is None and formulation == "configurations":
+        raise InputError("formulation: the configuration model is too large here; use 'assignment' or 'auto'")
+    work = time_limit if work_limit is None else float(work_limit)
+    search = _Search(problem, None, module, seed, workers, deadline, start)
+    if milp is not None:
+        search.milp = milp
         search.with_reduced_costs()
+        if not search.proven and not search.infeasible:
+            search.improve(adjacency, work)
     else:
-        search.run_full()
+        search.improve(adjacency, FIRST_NEIGHBOURHOOD_SHARE * work)
+        nonzeros = assignment_model_size(problem)
+        megabytes = nonzeros * BYTES_PER_NONZERO / 2**20
+        build_seconds = nonzeros * SECONDS_PER_NONZERO
+        if megabytes > memory_limit_mb:
+            note = (f"assignment model estimated at {megabytes:,.0f} MB > memory_limit_mb={memory_limit_mb:g}: "
+                    f"local and neighbourhood search alone")
+        elif build_seconds > BUILD_SHARE * (deadline - time.perf_counter()):
+            note = (f"assignment model would take about {build_seconds:.1f} s to build, more than "
+                    f"{BUILD_SHARE:.0%} of the time left: local and neighbourhood search alone")
+        elif not search.proven:
+            search.milp = assignment_model(problem, symmetry)
+            search.run_full(MODEL_SHARE * work)
+        if not search.proven and not search.infeasible:
+            search.grouped_bound(adjacency, groups, BOUND_SHARE * work)
+        if not search.proven and not search.infeasible:
+            search.improve(adjacency, (1 - FIRST_NEIGHBOURHOOD_SHARE - MODEL_SHARE - BOUND_SHARE) * work)
+    name = milp.name if milp is not None else search.milp.name if search.milp is not None else "neighbourhoods"
+    search.neighbourhood_bound(adjacency)
     if search.infeasible:
-        return done(np.full(n, -1, dtype=np.int64), math.inf, math.inf, "infeasible", formulation=milp.name)
+        return done(np.full(n, -1, dtype=np.int64), math.inf, math.inf, "infeasible", formulation=name, note=note)
     if search.best is None:
-        return done(np.full(n, -1, dtype=np.int64), math.inf, search.bound, "unknown", formulation=milp.name)
+        return done(np.full(n, -1, dtype=np.int64), math.inf, search.bound, "unknown", formulation=name, note=note)
     objective = problem.cost(search.best)
     bound = min(search.bound, objective)
     status = "optimal" if objective - bound <= 1e-6 * max(1.0, abs(objective)) else "feasible"
-    return done(search.best, objective, bound, status, formulation=milp.name, moved=problem.moved(search.best))
+    return done(search.best, objective, bound, status, formulation=name, moved=problem.moved(search.best),
+                start_objective=start_objective, bound_source=search.bound_source, note=note)
+
+
+def _share(deadline: float, share: float) -> float:
+    """The moment ``share`` of the time left until ``deadline`` has passed."""
+    now = time.perf_counter()
+    return now + max(0.0, deadline - now) * share
+
+
+def assignment_model_size(problem: PlacementProblem) -> int:
+    """Estimated non-zeros of :func:`assignment_model` without building it (counted in chunks:
+    no items x nodes or pairs x nodes array is made): per (item, node) variable its assignment,
+    capacity (memory, count) and twin entries; per (pair, node) variable two linking rows and
+    its neighbourhood cut; the symmetry-breaking rows between identical nodes."""
+    n_x = int(problem.allowed.sum())
+    n_y = 0
+    for lo in range(0, problem.pair_a.size, 4096):
+        n_y += int((problem.allowed[problem.pair_a[lo:lo + 4096]] & problem.allowed[problem.pair_b[lo:lo + 4096]]).sum())
+    per_x = 4 + (problem.memory is not None) + (problem.max_items is not None)
+    ordered = min(ORDERED_ITEMS, problem.n_items)
+    return per_x * n_x + 6 * n_y + problem.n_nodes * (ordered * (ordered + 3) // 2)
 
 
 class _Search:
@@ -118,7 +213,10 @@ class _Search:
         self.module = module
         self.best = start
         self.bound = 0.0  # traffic and migration costs are never negative
+        self.bound_source = "non-negative costs"
         self.infeasible = False
+        weights = np.r_[problem.weight, problem.migration_cost]
+        self.integral = bool(np.all(np.abs(weights - np.round(weights)) < 1e-9))
 
     @property
     def best_cost(self) -> float:
@@ -127,41 +225,76 @@ class _Search:
     @property
     def step(self) -> float:
         """Smallest improvement that counts: 1 when every objective value is an integer."""
-        return 1.0 if self.milp.integral_objective else 1e-6 * max(1.0, abs(self.best_cost))
+        return 1.0 if self.integral else 1e-6 * max(1.0, abs(self.best_cost))
 
-    def raise_bound(self, value: float) -> None:
-        if self.milp.integral_objective and math.isfinite(value):
-            value = math.ceil(value - 1e-6)
-        self.bound = max(self.bound, value)
+    def raise_bound(self, value: float, source: str) -> None:
+        if self.integral and math.isfinite(value):
+            value = math.ceil(value - 1e-6)  # every objective value is an integer
+        if value > self.bound:
+            self.bound, self.bound_source = value, source
 
     @property
     def proven(self) -> bool:
         return self.best is not None and self.best_cost - self.bound <= 1e-6 * max(1.0, self.best_cost)
 
-    def run(self, milp, share: float) -> tuple[str, float]:
-        """Solve ``milp`` with ``share`` of the remaining time; keep a better assignment; return
-        the back-end's status and its bound on ``milp`` (-inf when it has none)."""
+    def offer(self, assignment: np.ndarray) -> None:
+        """Keep ``assignment`` if it is feasible and cheaper than the incumbent."""
+        problems = self.problem.violations(assignment)
+        if problems:
+            raise RuntimeError(f"{self.module.__name__} returned an invalid assignment: {problems[0]}")
+        if self.problem.cost(assignment) < self.best_cost:
+            self.best = assignment
+
+    def run(self, milp, share: float, work: float | None = None) -> tuple[str, float]:
+        """Solve ``milp`` with ``share`` of the remaining time (and ``work`` deterministic
+        seconds); keep a better assignment; return the back-end's status and its bound on
+        ``milp`` (-inf when it has none)."""
         remaining = max(0.05, (self.deadline - time.perf_counter()) * share)
         hint = None if self.best is None else milp.encode(self.best)
-        raw = self.module.solve(milp, time_limit=remaining, seed=self.seed, workers=self.workers, hint=hint)
+        raw = self.module.solve(milp, time_limit=remaining, seed=self.seed, workers=self.workers, hint=hint,
+                                work_limit=work)
         if raw.values is not None:
-            found = milp.decode(raw.values)
-            problems = self.problem.violations(found)
-            if problems:
-                raise RuntimeError(f"{self.module.__name__} returned an invalid assignment: {problems[0]}")
-            if self.problem.cost(found) < self.best_cost:
-                self.best = found
+            self.offer(milp.decode(raw.values))
         if raw.status == "infeasible":
             return raw.status, math.inf
         if raw.status in ("optimal", "feasible"):
             return raw.status, raw.bound + milp.offset
         return raw.status, -math.inf
 
-    def run_full(self) -> None:
-        """The whole program with all the remaining time."""
-        status, bound = self.run(self.milp, 1.0)
+    def run_full(self, work: float) -> None:
+        """The whole program with ``work`` deterministic seconds (the deadline as the limit)."""
+        status, bound = self.run(self.milp, 1.0, work)
         self.infeasible = status == "infeasible"
-        self.raise_bound(bound)
+        self.raise_bound(bound, f"{self.milp.name} model ({self.module.__name__.rsplit('.', 1)[-1]})")
+
+    def improve(self, adjacency, work: float) -> None:
+        """Neighbourhood search (CP-SAT on a few nodes) for ``work``, then local search."""
+        if self.best is None or self.proven or time.perf_counter() >= self.deadline:
+            return
+        from streamsched.solvers import cpsat
+
+        search = NeighbourhoodSearch(self.problem, adjacency, cpsat, self.seed)
+        found = search.improve(self.best, self.deadline, work)
+        self.offer(LocalSearch(self.problem, adjacency).improve(found, self.deadline))
+
+    def grouped_bound(self, adjacency, groups, work: float) -> None:
+        """The grouped configuration bound (:mod:`streamsched.solvers.bounds`)."""
+        until = min(self.deadline, time.perf_counter() + work)
+        if time.perf_counter() >= until:
+            return
+        if groups is None:
+            groups = structural_groups(adjacency)
+        elif np.asarray(groups).shape != (self.problem.n_items,):
+            raise InputError(f"groups: expected {self.problem.n_items} group labels, got {np.shape(groups)}")
+        from streamsched.solvers import cpsat
+
+        value = grouped_configuration_bound(self.problem, adjacency, groups, self.best, cpsat, until, self.seed,
+                                            work)
+        if value is not None:
+            self.raise_bound(value, "grouped configurations")
+
+    def neighbourhood_bound(self, adjacency) -> None:
+        self.raise_bound(neighbourhood_bound(self.problem, adjacency), "per-item knapsack")
 
     def with_reduced_costs(self) -> None:
         """LP bound, then restricted programs (:mod:`streamsched.solvers.relaxation`) over the
@@ -177,7 +310,7 @@ class _Search:
         if lp.infeasible:
             self.infeasible, self.bound = True, math.inf
             return
-        self.raise_bound(lp.value)
+        self.raise_bound(lp.value, "configuration LP")
         tau = 1e-7  # first the LP-optimal face, then doubling thresholds up to what can still help
         while not self.proven and time.perf_counter() < self.deadline:
             needed = self.best_cost - self.step - lp.value  # columns a better solution may use
@@ -191,21 +324,28 @@ class _Search:
             outside = lp.value + threshold  # a solution using another column costs strictly more
             if self.milp.integral_objective:
                 outside = math.floor(outside + 1e-9) + 1
-            self.raise_bound(min(restricted_bound, outside))
+            self.raise_bound(min(restricted_bound, outside), "configuration model (reduced-cost fixing)")
             if final:
                 return
             base = 1.0 if self.milp.integral_objective else max(needed / 8, 1e-6)
             tau = base if tau < base else 2 * tau
 
 
-def _warm_start(problem: PlacementProblem, warm_start) -> np.ndarray | None:
-    if warm_start is None:
-        return greedy_assignment(problem)
-    start = np.asarray(warm_start, dtype=np.int64).ravel()
-    problems = problem.violations(start)
-    if problems:
-        raise InputError(f"warm_start: not a feasible assignment ({problems[0]})")
-    return start
+def _best_start(problem: PlacementProblem, warm_start) -> np.ndarray | None:
+    """The cheapest of the greedy assignment and the warm start(s); a single warm start must be
+    feasible, in a list the infeasible ones are skipped."""
+    candidates = [greedy_assignment(problem)]
+    if warm_start is not None:
+        given = np.asarray(warm_start, dtype=np.int64)
+        if given.ndim == 1:
+            problems = problem.violations(given)
+            if problems:
+                raise InputError(f"warm_start: not a feasible assignment ({problems[0]})")
+            candidates.append(given)
+        else:
+            candidates += [row for row in given if not problem.violations(row)]
+    feasible = [c for c in candidates if c is not None]
+    return min(feasible, key=problem.cost).copy() if feasible else None
 
 
 __all__ = ["BACKENDS", "FORMULATIONS", "STATUSES", "SolveResult", "SolverLimitError", "solve_placement"]

@@ -19,6 +19,7 @@ class MilpSolution:
     objective: float
     bound: float
     status: str
+    work: float = 0.0  # deterministic time spent (CP-SAT), 0 where the back-end has none
 
 
 #: Scale of rows whose coefficients have more than 6 decimals.

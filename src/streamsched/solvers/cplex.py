@@ -1,6 +1,13 @@
-"""IBM CPLEX back-end (the papers' own solver, i-scheduler.txt section 5): the only module
+"""IBM CPLEX back-end (the papers' own solver, Eskandari et al. [1]_ section 5): the only module
 importing ``cplex``. The free Community Edition from PyPI stops at 1000 variables and 1000
-constraints; a larger model raises :class:`SolverLimitError` saying so."""
+constraints; a larger model raises :class:`SolverLimitError` saying so.
+
+References
+----------
+.. [1] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ import time
 
 import numpy as np
 
+from streamsched.native_output import captured_native_output
 from streamsched.solvers.backend import MilpSolution, SolverLimitError
 from streamsched.solvers.formulations import Milp
 
@@ -25,8 +33,12 @@ def _cplex():
     return cplex
 
 
-def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.ndarray | None) -> MilpSolution:
-    """Solve ``milp`` with CPLEX's MIP optimiser (relative gap 0)."""
+def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.ndarray | None,
+          work_limit: float | None = None) -> MilpSolution:
+    """Solve ``milp`` with CPLEX's MIP optimiser (relative gap 0). ``work_limit`` (CP-SAT's
+    deterministic time) is read as seconds here."""
+    if work_limit is not None:
+        time_limit = min(time_limit, work_limit)
     entered = time.perf_counter()
     cplex = _cplex()
     c = cplex.Cplex()
@@ -58,7 +70,8 @@ def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.nd
         c.MIP_starts.add(cplex.SparsePair(list(range(milp.n_vars)), hint.tolist()), c.MIP_starts.effort_level.repair)
     c.parameters.timelimit.set(max(0.01, float(time_limit) - (time.perf_counter() - entered)))
     try:
-        c.solve()
+        with captured_native_output("CPLEX"):
+            c.solve()
     except cplex.exceptions.CplexSolverError as exc:
         if exc.args[2] == _PROMOTIONAL_LIMIT_ERROR:
             raise SolverLimitError(

@@ -7,6 +7,7 @@ import time
 import numpy as np
 from ortools.sat.python import cp_model
 
+from streamsched.native_output import captured_native_output
 from streamsched.solvers.backend import MilpSolution, integer_rows
 from streamsched.solvers.formulations import Milp
 
@@ -19,9 +20,11 @@ _STATUS = {
 }
 
 
-def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.ndarray | None) -> MilpSolution:
+def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.ndarray | None,
+          work_limit: float | None = None) -> MilpSolution:
     """Solve ``milp`` with CP-SAT (all variables integer; rows scaled to integers). Building the
-    model counts against ``time_limit``."""
+    model counts against ``time_limit`` (wall clock); ``work_limit`` caps CP-SAT's deterministic
+    time, so that a search stopped by it ends at the same point on every run."""
     entered = time.perf_counter()
     model = cp_model.CpModel()
     lower, upper = np.ceil(milp.lower - 1e-9).astype(np.int64), np.floor(milp.upper + 1e-9).astype(np.int64)
@@ -39,8 +42,14 @@ def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.nd
         model.add_linear_constraint(expr, lows[r], highs[r])
     used = np.flatnonzero(milp.cost)
     cost = milp.cost[used]
+    scale = 1.0
     if milp.integral_objective:
         cost = np.round(cost).astype(np.int64)
+    elif cost.size:
+        # fractional costs: scaled to integers ourselves and rounded down, so that CP-SAT's bound
+        # (divided back) stays a bound (variables are >= 0) instead of relying on its float scaling
+        scale = 2.0**30 / float(np.abs(cost).max())
+        cost = np.floor(cost * scale).astype(np.int64)
     model.minimize(cp_model.LinearExpr.weighted_sum([xs[j] for j in used.tolist()], cost.tolist()))
     if hint is not None:
         for var, value in zip(xs, np.round(hint).astype(np.int64).tolist()):
@@ -49,9 +58,14 @@ def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.nd
     solver.parameters.max_time_in_seconds = max(0.01, float(time_limit) - (time.perf_counter() - entered))
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
-    status = _STATUS.get(solver.solve(model), "unknown")
+    if work_limit is not None:
+        solver.parameters.max_deterministic_time = max(0.001, float(work_limit))
+    with captured_native_output("CP-SAT"):
+        status = _STATUS.get(solver.solve(model), "unknown")
     if status in ("optimal", "feasible"):
         values = np.array([solver.value(v) for v in xs], dtype=np.float64)
-        return MilpSolution(values, float(solver.objective_value), float(solver.best_objective_bound), status)
-    bound = float(solver.best_objective_bound) if status == "unknown" else np.inf
-    return MilpSolution(None, np.inf, bound, status)
+        objective = float(milp.cost @ values)
+        return MilpSolution(values, objective, min(float(solver.best_objective_bound) / scale, objective), status,
+                            work=float(solver.response_proto.deterministic_time))
+    bound = float(solver.best_objective_bound) / scale if status == "unknown" else np.inf
+    return MilpSolution(None, np.inf, bound, status, work=float(solver.response_proto.deterministic_time))

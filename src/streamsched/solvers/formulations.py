@@ -9,7 +9,9 @@ identical traffic):
   class it holds.
 - *Identical nodes* (node types): same capacity, memory, item limit and allowed classes.
 
-``configurations`` (Gilmore-Gomory style): a configuration is a count vector ``q`` of class
+Equation numbers are those of Eskandari et al. [1]_ section 3.
+
+``configurations`` (Gilmore-Gomory style [2]_): a configuration is a count vector ``q`` of class
 items that fits one node of a type; an integer ``x[t, q]`` counts the nodes of type t that use
 it. Each class is covered exactly (eq. 5), each type's nodes are counted exactly, and every
 configuration respects eq. 4 by construction. Node and twin symmetry vanish entirely and the LP
@@ -20,6 +22,14 @@ edge and node (``y <= P[a,u]``, ``y <= P[b,u]``, maximise co-located weight = mi
 plus symmetry breaking: twins take non-decreasing node indices, and among identical nodes a
 node is used only if the previous one holds an item of lower index; and neighbourhood cuts
 (``_neighbourhood_rows``) that tighten its otherwise empty LP bound.
+
+References
+----------
+.. [1] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
+.. [2] Gilmore, P. C.; Gomory, R. E. (1961) "A linear programming approach to the cutting-stock
+   problem", Operations Research 9(6), pp. 849-859.
 """
 
 from __future__ import annotations
@@ -34,6 +44,11 @@ from streamsched.solvers.problem import TOLERANCE, PlacementProblem
 
 #: Above this many configurations in total the configuration model is not built.
 MAX_CONFIGURATIONS = 100_000
+#: Above this many twin classes neither (classes x classes weights, configurations x classes).
+MAX_CONFIGURATION_CLASSES = 400
+#: Symmetry-breaking rows between identical nodes cover their first this many candidate items
+#: (all of them would take quadratically many entries; fewer rows only relax the breaking).
+ORDERED_ITEMS = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +84,8 @@ class Symmetry:
 
     item_class: np.ndarray  # class index per item
     class_items: list[np.ndarray]
-    class_weight: np.ndarray  # classes x classes, weight of ONE pair of items (symmetric)
+    class_weight: np.ndarray | None  # classes x classes, weight of ONE pair of items (symmetric);
+    # None above MAX_CONFIGURATION_CLASSES classes
     node_type: np.ndarray
     type_nodes: list[np.ndarray]
 
@@ -90,12 +106,15 @@ def find_symmetry(problem: PlacementProblem) -> Symmetry:
                adjacency.indices[lo:hi].tobytes(), adjacency.data[lo:hi].tobytes())
         item_class[i] = keys.setdefault(key, len(keys))
     n_classes = len(keys)
-    class_items = [np.flatnonzero(item_class == c) for c in range(n_classes)]
+    by_class = np.argsort(item_class, kind="stable")
+    class_items = np.split(by_class, np.searchsorted(item_class[by_class], np.arange(1, n_classes)))
     representative = np.array([items[0] for items in class_items], dtype=np.int64)
-    # weight of one (a in A, b in B) pair: twins are never adjacent to each other (same row)
-    class_weight = np.zeros((n_classes, n_classes))
-    rep_rows = adjacency[representative].tocoo()
-    class_weight[rep_rows.row, item_class[rep_rows.col]] = rep_rows.data
+    class_weight = None  # only the configuration model reads it; dense, so only when small
+    if n_classes <= MAX_CONFIGURATION_CLASSES:
+        # weight of one (a in A, b in B) pair: twins are never adjacent to each other (same row)
+        class_weight = np.zeros((n_classes, n_classes))
+        rep_rows = adjacency[representative].tocoo()
+        class_weight[rep_rows.row, item_class[rep_rows.col]] = rep_rows.data
     node_keys: dict[tuple, int] = {}
     node_type = np.empty(problem.n_nodes, dtype=np.int64)
     holds_current = np.zeros(problem.n_nodes, dtype=bool)
@@ -148,6 +167,8 @@ def _configurations(problem: PlacementProblem, sym: Symmetry, node: int, limit: 
             blocks_l.append(new_load[keep])
             blocks_m.append(new_mem[keep] if mem_cap is not None else mem[keep])
             blocks_n.append(count[keep] + copies)
+            if configs.shape[0] + sum(b.shape[0] for b in blocks_c[1:]) > limit:
+                return None
         configs, load = np.concatenate(blocks_c), np.concatenate(blocks_l)
         mem, count = np.concatenate(blocks_m), np.concatenate(blocks_n)
         if configs.shape[0] > limit:
@@ -159,6 +180,8 @@ def configuration_model(problem: PlacementProblem, sym: Symmetry,
                         limit: int = MAX_CONFIGURATIONS) -> Milp | None:
     """The configuration MILP (module docstring), or None when it would exceed ``limit`` columns."""
     n_classes, n_types = len(sym.class_items), len(sym.type_nodes)
+    if sym.class_weight is None:
+        return None
     class_size = np.array([items.size for items in sym.class_items])
     per_type, budget = [], limit
     for nodes in sym.type_nodes:
@@ -172,7 +195,7 @@ def configuration_model(problem: PlacementProblem, sym: Symmetry,
     costs, uppers, type_of = [], [], []
     for t, configs in enumerate(per_type):
         q = configs.astype(np.float64)
-        internal = 0.5 * np.einsum("ij,jk,ik->i", q, sym.class_weight, q)
+        internal = 0.5 * ((q @ sym.class_weight) * q).sum(axis=1)
         cost = -internal
         if current_class is not None and problem.migration_cost > 0:
             arriving = (current_class >= 0) & (current_class != sym.type_nodes[t][0])
@@ -281,7 +304,7 @@ def assignment_model(problem: PlacementProblem, sym: Symmetry) -> Milp:
     for nodes in sym.type_nodes:  # identical nodes: P[i,k'] <= sum_{i'<i} P[i',k]
         for k, k_next in zip(nodes[:-1].tolist(), nodes[1:].tolist()):
             users = np.flatnonzero(x_index[:, k] >= 0)
-            for pos, i in enumerate(users.tolist()):
+            for pos, i in enumerate(users[:ORDERED_ITEMS].tolist()):
                 earlier = x_index[users[:pos], k]
                 order_rows.append(np.full(earlier.size + 1, count))
                 order_cols.append(np.r_[x_index[i, k_next], earlier])
@@ -323,6 +346,8 @@ def _neighbourhood_rows(problem: PlacementProblem, pair_idx, pair_node, y_ids, x
     beside it (capacity, item limit; lightest first), so at most its K heaviest edges stay on u.
     Added only where T is below a's total edge weight (elsewhere the cut is implied)."""
     n, m = problem.n_items, problem.n_nodes
+    if pair_idx.size == 0:
+        return None
     ends = np.r_[problem.pair_a[pair_idx], problem.pair_b[pair_idx]]
     nodes = np.r_[pair_node, pair_node]
     ys = np.r_[y_ids, y_ids]
@@ -336,15 +361,19 @@ def _neighbourhood_rows(problem: PlacementProblem, pair_idx, pair_node, y_ids, x
     ends, nodes, ys, weights = ends[order], nodes[order], ys[order], weights[order]
     starts = np.flatnonzero(np.r_[True, (ends[1:] != ends[:-1]) | (nodes[1:] != nodes[:-1])])
     stops = np.r_[starts[1:], ends.size]
+    kept_at_most: dict[tuple[int, float, float], tuple[float, float]] = {}  # same item, same room
     for lo, hi in zip(starts.tolist(), stops.tolist()):
         a, u = int(ends[lo]), int(nodes[lo])
         room = problem.capacity[u] * (1 + TOLERANCE) + TOLERANCE - problem.loads[a]
         slots = np.inf if problem.max_items is None else problem.max_items[u] - 1
-        lightest = np.sort([load for _, load in neighbours[a]])
-        fit = int(min(np.searchsorted(np.cumsum(lightest), room, side="right"), slots))
-        heaviest = np.sort([w for w, _ in neighbours[a]])[::-1]
-        cap = float(heaviest[:fit].sum())
-        if cap >= heaviest.sum() - 1e-12:
+        key = (a, room, slots)
+        if key not in kept_at_most:
+            lightest = np.sort([load for _, load in neighbours[a]])
+            fit = int(min(np.searchsorted(np.cumsum(lightest), room, side="right"), slots))
+            heaviest = np.sort([w for w, _ in neighbours[a]])[::-1]
+            kept_at_most[key] = (float(heaviest[:fit].sum()), float(heaviest.sum()))
+        cap, total = kept_at_most[key]
+        if cap >= total - 1e-12:
             continue
         rows.append(np.full(hi - lo + 1, n_rows))
         cols.append(np.r_[ys[lo:hi], x_index[a, u]])

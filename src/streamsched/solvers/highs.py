@@ -26,8 +26,12 @@ GRACE_S = 3.0
 _STATUSES = ("optimal", "feasible", "infeasible", "unknown")
 
 
-def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.ndarray | None) -> MilpSolution:
-    """Solve ``milp`` with HiGHS branch-and-cut in a child process (relative gap 0)."""
+def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.ndarray | None,
+          work_limit: float | None = None) -> MilpSolution:
+    """Solve ``milp`` with HiGHS branch-and-cut in a child process (relative gap 0).
+    ``work_limit`` (CP-SAT's deterministic time) is read as seconds here."""
+    if work_limit is not None:
+        time_limit = min(time_limit, work_limit)
     if importlib.util.find_spec("highspy") is None:
         raise SolverLimitError("backend highs: the 'highspy' package is not installed")
     with tempfile.TemporaryDirectory(prefix="streamsched-highs-") as tmp:

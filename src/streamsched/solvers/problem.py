@@ -1,4 +1,5 @@
-"""The placement problem every back-end solves: i-scheduler.txt section 3, eqs. 1-5, plus options.
+"""The placement problem every back-end solves: Eskandari et al. [1]_ section 3, eqs. 1-5, plus
+options.
 
 Items (tasks, or fused groups of tasks) have a load; directed weighted edges join items; nodes
 have a capacity. Minimise the summed weight of edges whose endpoints sit on different nodes
@@ -7,7 +8,17 @@ have a capacity. Minimise the summed weight of edges whose endpoints sit on diff
 
 Optional constraints: item memory against node memory, a maximum number of items per node,
 items pinned to a node, (item, node) pairs excluded, and re-planning from a current placement
-with a cost per migrated item (edge-cloud-topset.txt counts migrations when it re-plans).
+with a cost per migrated item (Ghosh et al. [2]_ section 3.2 count migrations when
+re-planning).
+
+References
+----------
+.. [1] Eskandari, L.; Mair, J.; Huang, Z.; Eyers, D. (2020) "I-Scheduler: Iterative scheduling for
+   distributed stream processing systems", Future Generation Computer Systems,
+   doi:10.1016/j.future.2020.11.011.
+.. [2] Ghosh, R.; Komma, S. P. R.; Simmhan, Y. (2018) "Adaptive energy-aware scheduling of dynamic
+   event analytics across edge and cloud resources", 18th IEEE/ACM International Symposium on
+   Cluster, Cloud and Grid Computing (CCGRID 2018); arXiv:1801.01087 [cs.DC].
 """
 
 from __future__ import annotations

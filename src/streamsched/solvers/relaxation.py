@@ -1,11 +1,16 @@
 """LP relaxation and reduced-cost fixing for the configuration model.
 
-The configuration LP is strong (Gilmore-Gomory), so its value ``z`` and reduced costs ``rc``
+The configuration LP is strong (Gilmore-Gomory [1]_), so its value ``z`` and reduced costs ``rc``
 shrink the integer program: any integer solution ``x`` costs at least ``z + sum_j rc_j x_j``
 (``rc_j >= 0`` for columns at their lower bound 0), so a solution cheaper than ``target`` uses
 only columns with ``rc_j <= target - z``. Solving the restricted program exactly therefore
 proves optimality, and a restricted program over ``rc <= tau`` gives the global bound
 ``min(restricted bound, z + tau)``.
+
+References
+----------
+.. [1] Gilmore, P. C.; Gomory, R. E. (1961) "A linear programming approach to the cutting-stock
+   problem", Operations Research 9(6), pp. 849-859.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
-"""One call for the whole path: generate -> ingest (Spark) -> aggregate -> snapshot -> schedule.
+"""The whole path in one call: generate -> ingest (Spark) -> aggregate -> snapshot -> schedule.
 
-Used by ``streamsched pipeline-demo`` and ``make demo``.
+Used by ``streamsched pipeline-demo`` and ``make demo``. It lives outside :mod:`streamsched.pipeline`
+because it schedules: the pipeline produces snapshots and knows no scheduler.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-from pyspark.sql import SparkSession
 
 from streamsched import workloads
 from streamsched.metrics import evaluate
@@ -19,11 +18,12 @@ from streamsched.pipeline.store import load_snapshot
 from streamsched.schedulers import get_scheduler
 
 
-def run_pipeline(spark: SparkSession, workload: str, cluster: Cluster, out: str | Path, scheduler: str = "even",
-                 rows: int = 20_000, dirty: float = 0.01, seed: int = 0, window_s: float | None = None,
-                 params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Generate metrics of ``workload`` into ``out/metrics``, ingest them into ``out/store``,
-    load the snapshot as a TaskGraph and place it with ``scheduler`` (``out/placement.json``).
+def run_demo(spark: Any, workload: str, cluster: Cluster, out: str | Path, scheduler: str = "even",
+             rows: int = 20_000, dirty: float = 0.01, seed: int = 0, window_s: float | None = None,
+             params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Generate metrics of ``workload`` into ``out/metrics``, ingest them into ``out/store`` on
+    ``spark`` (a SparkSession, :func:`streamsched.pipeline.session.spark_session`), load the
+    snapshot as a TaskGraph and place it with ``scheduler`` (``out/placement.json``).
 
     The window defaults to the whole generated span, so the snapshot's rates are the generated
     per-pair rates (up to noise)."""
