@@ -7,7 +7,8 @@ module is not counted as importing its parent package.
 
 Rules (README "Layout"): no import cycle between streamsched modules; pyspark only under
 ``streamsched.pipeline``; the pipeline reaches no scheduler; the model and the metrics reach no
-scheduler; the schedulers know nothing of the CLI.
+scheduler; the schedulers know nothing of the CLI; engine formats (``streamsched.engines``) reach
+neither a scheduler nor the pipeline (the pipeline calls them, not the other way).
 """
 
 from __future__ import annotations
@@ -165,6 +166,8 @@ def test_pyspark_only_in_the_pipeline():
     ("streamsched.model", "streamsched.schedulers"),
     ("streamsched.metrics", "streamsched.schedulers"),
     ("streamsched.schedulers", "streamsched.cli"),
+    ("streamsched.engines", "streamsched.schedulers"),
+    ("streamsched.engines", "streamsched.pipeline"),
 ])
 def test_layer_reaches_nothing_above_it(layer, banned):
     paths = [_reach(GRAPH, m, banned) for m in sorted(GRAPH) if _under(m, layer)]

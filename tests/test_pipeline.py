@@ -20,7 +20,7 @@ from streamsched.model.graph_files import read_graph
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.pipeline import store as store_module
-from streamsched.pipeline.export import exported_tasks, export, storm_assignment
+from streamsched.engines.exports import exported_tasks, export, storm_assignment
 from streamsched.pipeline.generate import generate_metrics
 from streamsched.pipeline.store import list_snapshots, load_snapshot, read_manifest, write_snapshot
 from streamsched.schedulers import get_scheduler

@@ -157,7 +157,7 @@ def export(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write here instead of stdout"),
 ) -> None:
     """Turn a placement into what an engine applies (Storm slots, Heron plan, Kubernetes patches)."""
-    from streamsched.pipeline.export import export as export_placement
+    from streamsched.engines.exports import export as export_placement
     from streamsched.pipeline.store import load_snapshot
 
     if snapshot is not None:

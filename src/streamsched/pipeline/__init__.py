@@ -11,5 +11,5 @@ without a JVM. Entry points:
 - :func:`streamsched.pipeline.ingest.ingest`: batch ingest of files into a snapshot store;
 - :func:`streamsched.pipeline.watch.watch`: Structured Streaming over a directory of arriving files;
 - :func:`streamsched.pipeline.generate.generate_metrics`: synthetic monitoring data;
-- :mod:`streamsched.pipeline.export`: Storm, Heron and Kubernetes assignments.
+
 """

@@ -1,0 +1,1 @@
+"""Apache Storm: :mod:`.plan` (assignments a custom ``IScheduler`` applies)."""
