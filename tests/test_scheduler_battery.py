@@ -1,6 +1,11 @@
-"""The common battery every registered scheduler must pass (style.md: CommonPackingTests,
-parametrize_with_checks): valid placement, same seed -> same placement, a clear
-InfeasibleError, parameters untouched, never better than the brute-force optimum."""
+"""The common battery every registered scheduler must pass (Heron's CommonPackingTests,
+scikit-learn's parametrize_with_checks): valid placement, same seed -> same placement, a clear
+InfeasibleError, parameters untouched, never better than the brute-force optimum; exact
+schedulers (tag ``exact``) equal to it; every cluster scheduler's cost on the papers'
+micro-benchmarks pinned (tests/test_scheduler_regression.py).
+
+Validity is judged by :mod:`placement_checker`, written for the tests from the raw arrays, not
+by the code's own ``Placement.violations``."""
 
 from __future__ import annotations
 
@@ -9,10 +14,12 @@ import itertools
 import numpy as np
 import pytest
 
-from streamsched import metrics, workloads
+from streamsched import workloads
 from streamsched.errors import InfeasibleError, InputError, ParameterError
-from streamsched.model import Cluster, TaskGraph
+from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.schedulers import Scheduler, available, get_scheduler, register, scheduler_class
+
+import placement_checker
 
 #: Parameters that bound a scheduler's running time are set low so that the battery stays fast.
 FAST = {"time_limit": 1.0, "theta": 1.0}
@@ -28,7 +35,7 @@ INSTANCES = [
 def make(name: str, **extra) -> Scheduler:
     declared = {p.name: p for p in scheduler_class(name).params}
     params = {k: v for k, v in FAST.items() if k in declared}
-    return get_scheduler(name, **params, **extra)
+    return get_scheduler(name, **{**params, **extra})
 
 
 def tiny_graph(seed: int = 1) -> TaskGraph:
@@ -84,10 +91,10 @@ def test_valid_and_deterministic(name, workload, cluster):
     scheduler = make(name)
     before = scheduler.get_params()
     first = scheduler.schedule(graph, nodes, seed=3)
-    assert first.violations(graph, nodes) == []
+    assert placement_checker.problems(graph, nodes, first) == [], f"{name} on {workload}/{cluster}"
     meta = first.metadata
     assert meta["scheduler"] == name and meta["seed"] == 3 and meta["wall_time_s"] >= 0
-    assert meta["cost"] == pytest.approx(metrics.inter_node_traffic(graph, first))
+    assert meta["cost"] == pytest.approx(placement_checker.cut_traffic(graph, first))
     second = scheduler.schedule(graph, nodes, seed=3)
     np.testing.assert_array_equal(first.node_of, second.node_of)
     np.testing.assert_array_equal(first.worker_of, second.worker_of)
@@ -100,8 +107,8 @@ def test_never_better_than_brute_force_optimum(name):
     cluster = Cluster.from_types("three", (3, {"capacity": 3.0, "slots": 2}))
     optimum = brute_force_optimum(graph, cluster)
     placement = make(name).schedule(graph, cluster, seed=0)
-    assert placement.violations(graph, cluster) == []
-    assert metrics.inter_node_traffic(graph, placement) >= optimum - 1e-9
+    assert placement_checker.problems(graph, cluster, placement) == [], name
+    assert placement_checker.cut_traffic(graph, placement) >= optimum - 1e-9
 
 
 @pytest.mark.parametrize("name", available())
@@ -129,4 +136,52 @@ def test_valid_with_measured_real_valued_loads(name):
     graph = TaskGraph.build("measured", base.operator_names, base.task_operator, rng.uniform(0.97, 1.03, base.n_tasks),
                             base.src, base.dst, base.rate * rng.uniform(80, 120, base.n_edges))
     placement = make(name).schedule(graph, nodes, seed=1)
-    assert placement.violations(graph, nodes) == []
+    assert placement_checker.problems(graph, nodes, placement) == [], name
+
+
+def small_instances() -> list[tuple[TaskGraph, Cluster]]:
+    """Tiny measured-style instances brute force can settle: fractional loads, every rate
+    different, unequal nodes, some near full."""
+    out = [(tiny_graph(seed), Cluster.from_types("three", (3, {"capacity": 3.0, "slots": 2}))) for seed in (1, 2)]
+    rng = np.random.default_rng(11)
+    for k in range(4):
+        n = 7
+        pairs = [(i, j) for i in range(n) for j in range(n) if i != j and rng.random() < 0.3]
+        src, dst = zip(*pairs)
+        load = rng.uniform(0.3, 1.4, n).round(3)
+        graph = TaskGraph.build(f"measured-{k}", ("a", "b"), [0] * 3 + [1] * 4, load, src, dst,
+                                rng.uniform(1, 50, len(pairs)).round(2))
+        big = float(load.sum()) * (0.45 + 0.1 * k)  # the largest node alone cannot hold everything
+        cluster = Cluster.from_types(f"unequal-{k}", (1, {"capacity": round(big, 3), "slots": 2}),
+                                     (2, {"capacity": round(float(load.sum()) * 0.35, 3), "slots": 1}))
+        out.append((graph, cluster))
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in available() if scheduler_class(n).exact])
+@pytest.mark.parametrize("case", range(6))
+def test_exact_scheduler_equals_brute_force(name, case):
+    graph, cluster = small_instances()[case]
+    optimum = brute_force_optimum(graph, cluster)
+    placement = make(name, time_limit=20.0).schedule(graph, cluster, seed=0)
+    assert placement_checker.problems(graph, cluster, placement) == [], f"{name} on {graph.name}"
+    assert placement_checker.cut_traffic(graph, placement) == pytest.approx(optimum), f"{name} on {graph.name}"
+
+
+def test_the_models_validator_agrees_with_the_independent_checker():
+    """Placements near a valid one on unequal nodes (heterogeneous-10: capacities 2 to 6): a capacity
+    compared with another node's (the largest, the first) would disagree here."""
+    graph, cluster = workloads.workload("diamond-30"), workloads.cluster("heterogeneous-10")
+    rng = np.random.default_rng(3)
+    verdicts = set()
+    valid = get_scheduler("even").schedule(graph, cluster, seed=0).node_of
+    for trial in range(300):
+        node_of = valid.copy()  # a valid placement with a few tasks moved at random
+        moved = rng.choice(graph.n_tasks, 1 + trial % 4, replace=False)
+        node_of[moved] = rng.integers(0, cluster.n_nodes, moved.size)
+        worker_of = rng.integers(-1, 3, graph.n_tasks)
+        placement = Placement.build(node_of, np.minimum(worker_of, cluster.slots[node_of] - 1))
+        independent = placement_checker.problems(graph, cluster, placement)
+        assert (placement.violations(graph, cluster) == []) == (independent == []), independent
+        verdicts.add(independent == [])
+    assert verdicts == {True, False}  # both kinds of placement were tried
