@@ -1,8 +1,8 @@
-"""Clusters of nodes: capacity in load units, worker slots, hardware, rack and kind."""
+"""Clusters of nodes: capacity (in ``tasks`` or ``cores``), worker slots, hardware, rack and kind."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -11,13 +11,15 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.io import Fields, read_document
+from streamsched.model.units import CORES, TASKS, check_unit
 
 KINDS = ("cloud", "edge")
 
 
 @dataclass(frozen=True)
 class Node:
-    """One machine. ``capacity`` is in the graph's load units (the papers: tasks it can host)."""
+    """One machine. ``capacity`` is in its cluster's ``capacity_unit`` (the papers: tasks it can
+    host; or cores)."""
 
     name: str
     capacity: float
@@ -54,12 +56,19 @@ NODE_FIELDS = tuple(f.name for f in fields(Node))
 
 @dataclass(frozen=True, eq=False)
 class Cluster:
-    """An ordered tuple of nodes; node index ``k`` is what placements store."""
+    """An ordered tuple of nodes; node index ``k`` is what placements store.
+
+    ``capacity_unit`` is what every node's capacity counts: ``tasks`` (default) or ``cores``;
+    a graph is placed only on a cluster whose unit is its ``load_unit``
+    (:func:`streamsched.model.units.check_units`).
+    """
 
     name: str
     nodes: tuple[Node, ...]
+    capacity_unit: str = TASKS
 
     def __post_init__(self) -> None:
+        check_unit(self.capacity_unit, f"cluster {self.name!r}: capacity_unit")
         if not self.nodes:
             raise InputError(f"cluster {self.name!r}: no nodes")
         seen: set[str] = set()
@@ -107,6 +116,7 @@ class Cluster:
         defaults = {f.name: f.default for f in fields(Node)}
         return {
             "name": self.name,
+            "capacity_unit": self.capacity_unit,
             "nodes": [
                 {k: getattr(n, k) for k in NODE_FIELDS if k in ("name", "capacity") or getattr(n, k) != defaults[k]}
                 for n in self.nodes
@@ -115,18 +125,25 @@ class Cluster:
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "cluster") -> Cluster:
-        """Nodes listed one by one (``nodes``) and/or by type with a count (``node_types``)."""
+        """Nodes listed one by one (``nodes``) and/or by type with a count (``node_types``).
+
+        ``capacity_unit: cores`` makes capacities count cores; a node of such a cluster that
+        gives ``cores`` and no ``capacity`` gets capacity = cores. A capacity above the node's
+        stated ``cores`` is refused there (a node cannot be busier than its cores).
+        """
         top = Fields(data, where)
         name = top.str("name", "cluster")
+        unit = top.str("capacity_unit", TASKS)
+        check_unit(unit, f"{where}.capacity_unit")
         nodes: list[Node] = []
         for i, raw in enumerate(top.list("nodes")):
-            nodes.append(_node(Fields(raw, f"{where}.nodes[{i}]"), None))
+            nodes.append(_node(Fields(raw, f"{where}.nodes[{i}]"), None, unit=unit))
         counter = 0
         for i, raw in enumerate(top.list("node_types")):
             f = Fields(raw, f"{where}.node_types[{i}]")
             count = f.integer("count", 1, minimum=0)
             prefix = f.str("prefix", None)
-            template = _node(f, "template", allow=("count", "prefix"))
+            template = _node(f, "template", allow=("count", "prefix"), unit=unit)
             for _ in range(count):
                 counter += 1
                 label = f"{prefix}{_ + 1}" if prefix else f"n{counter}"
@@ -135,7 +152,7 @@ class Cluster:
         if not nodes:
             raise InputError(f"{where}: no nodes (give 'nodes' or 'node_types')")
         try:
-            return cls(name=name, nodes=tuple(nodes))
+            return cls(name=name, nodes=tuple(nodes), capacity_unit=unit)
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
 
@@ -144,22 +161,41 @@ class Cluster:
         return cls.from_dict(read_document(path), where=str(path))
 
     @classmethod
-    def from_types(cls, name: str, *types: tuple[int, dict[str, Any]]) -> Cluster:
+    def from_types(cls, name: str, *types: tuple[int, dict[str, Any]], capacity_unit: str = TASKS) -> Cluster:
         """``Cluster.from_types("het", (3, {"capacity": 6}), (4, {"capacity": 2}))``."""
         nodes = []
         for count, spec in types:
             for _ in range(count):
                 nodes.append(Node(name=f"n{len(nodes) + 1}", **spec))
-        return cls(name=name, nodes=tuple(nodes))
+        return cls(name=name, nodes=tuple(nodes), capacity_unit=capacity_unit)
+
+    def in_cores(self, fraction: float = 1.0) -> Cluster:
+        """The same machines with capacity in cores: ``fraction`` x each node's ``cores`` (for a
+        measured graph on a built-in cluster, whose capacities count tasks)."""
+        if not fraction > 0:
+            raise InputError(f"cluster {self.name!r}: cores fraction must be > 0, got {fraction!r}")
+        nodes = tuple(replace(n, capacity=n.cores * float(fraction)) for n in self.nodes)
+        return Cluster(name=self.name, nodes=nodes, capacity_unit=CORES)
 
 
-def _node(f: Fields, name: str | None, allow: tuple[str, ...] = ()) -> Node:
+def _node(f: Fields, name: str | None, allow: tuple[str, ...] = (), unit: str = TASKS) -> Node:
     defaults = {fl.name: fl.default for fl in fields(Node)}
+    cores = f.integer("cores", None, minimum=0)
+    if unit == CORES:
+        capacity = f.number("capacity", None, minimum=0)
+        if capacity is None and cores is None:
+            raise InputError(f"{f.where}.capacity: missing (a cores cluster takes capacity or cores)")
+        if capacity is None:
+            capacity = float(cores)
+        elif cores is not None and capacity > cores:
+            raise InputError(f"{f.where}.capacity: {capacity:g} cores exceeds the node's cores ({cores})")
+    else:
+        capacity = f.number("capacity", required=True, minimum=0)
     node = Node(
         name=name if name is not None else f.str("name", required=True),
-        capacity=f.number("capacity", required=True, minimum=0),
+        capacity=capacity,
         slots=f.integer("slots", defaults["slots"], minimum=0),
-        cores=f.integer("cores", defaults["cores"], minimum=0),
+        cores=defaults["cores"] if cores is None else cores,
         ghz=f.number("ghz", defaults["ghz"], minimum=0),
         flops_per_cycle=f.number("flops_per_cycle", defaults["flops_per_cycle"], minimum=0),
         ram_mb=f.number("ram_mb", defaults["ram_mb"], minimum=0),

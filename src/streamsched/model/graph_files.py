@@ -2,9 +2,11 @@
 
 Canonical columns. Edges: ``src``, ``dst`` (task ids), ``rate`` (tuples/s), optional
 ``bytes`` (bytes/s); ``source``/``target``/``value`` are accepted as aliases. Tasks (optional):
-``id``, ``operator``, ``load``, optional ``memory_mb``. CSV and Parquet keep tasks in a sibling
-file ``<name>.tasks.<ext>``; JSON keeps both as ``{"tasks": [...], "edges": [...]}``. Without a
-tasks table every task named by an edge gets load 1 and operator ``"task"``.
+``id``, ``operator``, ``load``, optional ``memory_mb`` and ``load_unit`` (``tasks`` or ``cores``,
+the same on every row). CSV and Parquet keep tasks in a sibling file ``<name>.tasks.<ext>``;
+JSON keeps both as ``{"load_unit": ..., "tasks": [...], "edges": [...]}``. Without a tasks
+table every task named by an edge gets load 1 and operator ``"task"``; without a stated unit,
+loads count ``tasks``.
 A sendgraph ``{"nodes": [{"name": "12"}], "links": [{"source": 12, "target": 30, "value": n}]}``
 is read as counts over ``window_s`` seconds (rate = value / window_s).
 """
@@ -21,6 +23,7 @@ import pyarrow.parquet as pq
 
 from streamsched.errors import InputError
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.units import TASKS, check_unit
 
 ALIASES = {"source": "src", "target": "dst", "value": "rate", "bytes_rate": "bytes"}
 
@@ -75,7 +78,7 @@ def _check_values(path: Path, name: str, values: np.ndarray) -> None:
         raise InputError(f"{path}: {_row(path, k)}: {name} is {values[k]:g}; must be a finite number >= 0")
 
 
-def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks) -> TaskGraph:
+def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks, load_unit: str = TASKS) -> TaskGraph:
     """Map external task ids to indices; an edge naming an unknown task is an error."""
     _check_values(path, "rate", rate)
     if byte_rate is not None:
@@ -116,6 +119,7 @@ def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks) -
         task_ids=ids,
         memory_mb=memory,
         where=str(path),
+        load_unit=load_unit,
     )
 
 
@@ -126,7 +130,27 @@ def _tasks_from_table(table: pa.Table, path: Path):
     memory = _column(table, path, "memory_mb", np.float64, required=False)
     n = ids.size
     return (ids, ops if ops is not None else np.full(n, "task"),
-            load if load is not None else np.ones(n), memory, path)
+            load if load is not None else np.ones(n), memory, path), _table_unit(table, path)
+
+
+def _table_unit(table: pa.Table, path: Path) -> str | None:
+    """The tasks table's ``load_unit`` column (one value on every row), or None without one."""
+    units = _column(table, path, "load_unit", str, required=False)
+    if units is None or units.size == 0:
+        return None
+    different = np.flatnonzero(units != units[0])
+    if different.size:
+        k = int(different[0])
+        raise InputError(f"{path}: {_row(path, k)}: load_unit {str(units[k])!r} differs from the first row's "
+                         f"{str(units[0])!r}")
+    return check_unit(str(units[0]), f"{path}: {_row(path, 0)}: load_unit")
+
+
+def _one_unit(path: Path, stated: str | None, table: str | None) -> str:
+    """The file's load unit: the top-level and the tasks table's must agree; default ``tasks``."""
+    if stated is not None and table is not None and stated != table:
+        raise InputError(f"{path}: load_unit {stated!r} but the tasks table says {table!r}")
+    return stated or table or TASKS
 
 
 def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: float = 1.0) -> TaskGraph:
@@ -143,16 +167,21 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
         if not isinstance(data, dict) or "edges" not in data:
             raise InputError(f"{path}: expected an object with 'edges' (or a sendgraph with 'links')")
         edges = _records_table(data["edges"], path, "edges")
-        task_info = None
+        task_info, table_unit = None, None
         if data.get("tasks") is not None:
-            task_info = _tasks_from_table(_records_table(data["tasks"], path, "tasks"), path)
+            task_info, table_unit = _tasks_from_table(_records_table(data["tasks"], path, "tasks"), path)
+        stated = data.get("load_unit")
+        if stated is not None:
+            check_unit(stated, f"{path}: load_unit")
+        unit = _one_unit(path, stated, table_unit)
         name = str(data.get("name", name))
     elif suffix in (".csv", ".parquet"):
         edges = _read_table(path)
         tasks_file = Path(tasks) if tasks is not None else tasks_path_for(path)
-        task_info = None
+        task_info, unit = None, TASKS
         if tasks is not None or tasks_file.exists():
-            task_info = _tasks_from_table(_read_table(tasks_file), tasks_file)
+            task_info, table_unit = _tasks_from_table(_read_table(tasks_file), tasks_file)
+            unit = _one_unit(tasks_file, None, table_unit)
     else:
         raise InputError(f"{path}: unknown graph format {suffix!r} (use .csv, .json or .parquet)")
     return _assemble(
@@ -162,6 +191,7 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
         _column(edges, path, "rate", np.float64),
         _column(edges, path, "bytes", np.float64, required=False),
         task_info,
+        unit,
     )
 
 
@@ -205,8 +235,11 @@ def write_graph(graph: TaskGraph, path: str | Path) -> None:
     })
     suffix = path.suffix.lower()
     if suffix == ".json":
-        path.write_text(json.dumps({"name": graph.name, "tasks": tasks.to_pylist(), "edges": edges.to_pylist()}))
-    elif suffix == ".parquet":
+        path.write_text(json.dumps({"name": graph.name, "load_unit": graph.load_unit, "tasks": tasks.to_pylist(),
+                                    "edges": edges.to_pylist()}))
+        return
+    tasks = tasks.append_column("load_unit", pa.array([graph.load_unit] * graph.n_tasks, pa.string()))
+    if suffix == ".parquet":
         pq.write_table(edges, path)
         pq.write_table(tasks, tasks_path_for(path))
     elif suffix == ".csv":

@@ -13,6 +13,7 @@ import numpy as np
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.units import check_units
 
 FORMAT = "streamsched.placement/1"
 #: ``worker_of`` value of a task placed on a node but not (yet) on a worker slot.
@@ -53,7 +54,9 @@ class Placement:
         return int(self.node_of.size)
 
     def violations(self, graph: TaskGraph, cluster: Cluster, check_memory: bool = False) -> list[str]:
-        """Every way this placement breaks the model's rules (empty when valid)."""
+        """Every way this placement breaks the model's rules (empty when valid); ``InputError``
+        when the graph's loads and the cluster's capacities are in different units."""
+        check_units(graph, cluster)
         problems: list[str] = []
         if self.n_tasks != graph.n_tasks:
             return [f"placement has {self.n_tasks} tasks, graph {graph.name!r} has {graph.n_tasks}"]

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from streamsched.errors import InputError
 from streamsched.model.topology import Topology
+from streamsched.model.units import TASKS, check_unit
 
 
 def _frozen(array: Any, dtype: Any) -> np.ndarray:
@@ -29,7 +30,11 @@ def _frozen(array: Any, dtype: Any) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class TaskGraph:
-    """Tasks ``0..n-1`` (external ids in ``task_ids``) and directed, weighted edges."""
+    """Tasks ``0..n-1`` (external ids in ``task_ids``) and directed, weighted edges.
+
+    ``load_unit`` says what a load counts: ``tasks`` (the papers' unit loads, the default) or
+    ``cores`` (measured busy cores); see :mod:`streamsched.model.units`.
+    """
 
     name: str
     operator_names: tuple[str, ...]
@@ -41,13 +46,15 @@ class TaskGraph:
     bytes_rate: np.ndarray
     task_ids: np.ndarray
     memory_mb: np.ndarray
+    load_unit: str = TASKS
 
     @classmethod
     def build(cls, name: str, operator_names, task_operator, load, src, dst, rate,
               bytes_rate=None, task_ids=None, memory_mb=None, merge_duplicates: bool = True,
-              where: str | None = None) -> TaskGraph:
+              where: str | None = None, load_unit: str = TASKS) -> TaskGraph:
         """Validate and freeze arrays; parallel edges between the same ordered pair are summed."""
         where = where or f"graph {name!r}"
+        check_unit(load_unit, f"{where}: load_unit")
         task_operator = np.asarray(task_operator, dtype=np.int32)
         n = task_operator.size
         load = np.asarray(load, dtype=np.float64)
@@ -90,6 +97,7 @@ class TaskGraph:
             bytes_rate=_frozen(bytes_rate, np.float64),
             task_ids=_frozen(task_ids, np.int64),
             memory_mb=_frozen(memory_mb, np.float64),
+            load_unit=load_unit,
         )
 
     # ------------------------------------------------------------------ views
@@ -212,6 +220,7 @@ class TaskGraph:
             "operators": len(self.operator_names),
             "total_rate": self.total_rate,
             "total_load": self.total_load,
+            "load_unit": self.load_unit,
         }
 
     def __repr__(self) -> str:

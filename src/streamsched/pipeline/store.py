@@ -28,6 +28,7 @@ from typing import Any
 from streamsched.errors import InputError
 from streamsched.model.graph_files import read_graph, write_graph
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.units import TASKS, check_unit
 
 FORMAT = "streamsched.snapshot/1"
 MANIFEST = "manifest.json"
@@ -65,6 +66,7 @@ def write_snapshot(store: str | Path, graph: TaskGraph, manifest: dict[str, Any]
             "n_edges": graph.n_edges,
             "total_rate": graph.total_rate,
             "total_load": graph.total_load,
+            "load_unit": graph.load_unit,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         _write_json(tmp / MANIFEST, full)
@@ -114,9 +116,13 @@ def read_manifest(snapshot: str | Path) -> dict[str, Any]:
 
 
 def load_snapshot(snapshot: str | Path) -> TaskGraph:
-    """The snapshot's task graph, read by the core reader (edges + sibling tasks file)."""
+    """The snapshot's task graph, read by the core reader (edges + sibling tasks file); its load
+    unit is the manifest's ``load_unit`` (``tasks`` for snapshots written before units)."""
     manifest = read_manifest(snapshot)
     graph = read_graph(Path(snapshot) / manifest["graph"])
+    unit = check_unit(manifest.get("load_unit", TASKS), f"{Path(snapshot) / MANIFEST}.load_unit")
+    if unit != graph.load_unit:
+        raise InputError(f"{Path(snapshot) / MANIFEST}.load_unit: {unit!r} but the tasks table says {graph.load_unit!r}")
     return _renamed(graph, manifest["topology"])
 
 
