@@ -50,6 +50,7 @@ from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import CAPACITY_TOLERANCE, NO_WORKER, Placement, remaining_capacity
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.units import check_units
 from streamsched.schedulers.replanning import DEFAULT_THRESHOLD_PCT, adopt_if_better, repair
 
 __all__ = ["FAMILIES", "OBJECTIVES", "STRICT", "PackingFailed", "Param", "ResidualCluster", "Scheduler", "check_fits",
@@ -132,7 +133,8 @@ def repair_failed_packing(graph: TaskGraph, cluster: Cluster, failure: PackingFa
     local = np.full(cluster.n_nodes, -1, np.int64)
     local[nodes] = np.arange(nodes.size)
     partial = np.where(failure.node_of >= 0, local[np.maximum(failure.node_of, 0)], -1)
-    allowed = cluster if failure.nodes is None else Cluster(cluster.name, tuple(cluster.nodes[k] for k in nodes))
+    allowed = cluster if failure.nodes is None else Cluster(cluster.name, tuple(cluster.nodes[k] for k in nodes),
+                                                            cluster.capacity_unit)
     try:
         repaired = repair(graph, allowed, Placement.build(partial, failure.worker_of))
     except InfeasibleError as exc:
@@ -228,6 +230,7 @@ class Scheduler(ABC):
         graph and cluster and ``current`` this scheduler's own placement, nothing moves.
         """
         settings = self.replan_settings(options)
+        check_units(graph, cluster)
         kept = repair(graph, cluster, current)
         fresh = self.schedule(graph, cluster, seed=seed)
         return adopt_if_better(graph, current, kept, fresh, settings["threshold_pct"]).with_metadata(
@@ -261,7 +264,9 @@ def has_edge_nodes(cluster: Cluster) -> bool:
 
 
 def check_fits(graph: TaskGraph, cluster: Cluster) -> None:
-    """Refuse early what no scheduler can place: total load, or one task larger than any node."""
+    """Refuse early what no scheduler can place: loads and capacities in different units
+    (``InputError``), total load, or one task larger than any node."""
+    check_units(graph, cluster)
     need, have = graph.total_load, cluster.total_capacity
     if need > have * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE:
         raise InfeasibleError(
@@ -298,8 +303,8 @@ def residual_cluster(cluster: Cluster, used_load: np.ndarray, used_memory: np.nd
             ram_mb=0.0 if dedicated[k] else max(node.ram_mb - float(used_memory[k]), 0.0),
         ))
     occupied = tuple(bool(used_slots[k]) or bool(used_load[k] > 0) or bool(dedicated[k]) for k in range(cluster.n_nodes))
-    return ResidualCluster(name=cluster.name, nodes=tuple(nodes), occupied=occupied,
-                           used_load=tuple(float(x) for x in used_load))
+    return ResidualCluster(name=cluster.name, nodes=tuple(nodes), capacity_unit=cluster.capacity_unit,
+                           occupied=occupied, used_load=tuple(float(x) for x in used_load))
 
 
 def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
