@@ -62,6 +62,8 @@ def should_reschedule(graph: TaskGraph, current: Placement, proposed: Placement,
 #: Passes of traffic-gaining moves after a best-fit-decreasing packing (each pass visits every
 #: moved task once; a pass without a move ends the search earlier).
 IMPROVEMENT_PASSES = 20
+#: Seconds the exact feasibility search of :func:`repair` step 4 may take.
+FEASIBILITY_SECONDS = 10.0
 
 
 def repair(graph: TaskGraph, cluster: Cluster, current: Placement) -> Placement:
@@ -81,9 +83,12 @@ def repair(graph: TaskGraph, cluster: Cluster, current: Placement) -> Placement:
        is packed the same two ways. Then moved tasks move again, one at a time, to the node
        with room that cuts the most inter-node traffic (Kernighan-Lin style single moves),
        until no move gains.
+    4. Only when both packings fail (near-full clusters): the exact solver looks for any
+       placement that fits (no traffic in the model: a bin-packing feasibility problem, which is
+       complete), for at most :data:`FEASIBILITY_SECONDS`; then the moves of step 3.
 
-    ``InfeasibleError`` when even step 3 packs no placement: these packings are heuristics, so
-    the message says that this is not a proof that none exists. A task that stays keeps its
+    ``InfeasibleError`` when step 4 proves that no placement exists, or finds none in its time
+    (the message says which). A task that stays keeps its
     worker slot. The metadata's ``moved`` counts the tasks whose node changed (unplaced ones
     included).
     """
@@ -101,15 +106,29 @@ def repair(graph: TaskGraph, cluster: Cluster, current: Placement) -> Placement:
                     for fixed in (kept, nothing) for tightest in (True, False))
         node_of = next((packed for packed in packings if packed is not None), None)
         if node_of is None:
-            raise InfeasibleError(
-                f"no placement of graph {graph.name!r} (load {graph.total_load:g}, largest task "
-                f"{graph.load.max():g}) on {cluster.name!r} (capacity {cluster.total_capacity:g}) was found by "
-                f"best or first fit decreasing; heuristics, so this does not prove that none exists")
+            node_of = _any_fitting_placement(graph, cluster, capacity)
         _improve_by_moves(graph, capacity, node_of, np.flatnonzero(node_of != start), sym)
     stayed = node_of == start
     slots = cluster.slots[node_of]
     workers = np.where(stayed & (current.worker_of < slots), current.worker_of, np.where(slots > 0, 0, NO_WORKER))
     return Placement.build(node_of, workers, {"scheduler": "repair", "moved": int(np.sum(~stayed))})
+
+
+def _any_fitting_placement(graph: TaskGraph, cluster: Cluster, capacity: np.ndarray) -> np.ndarray:
+    """Step 4 of :func:`repair`: the exact solver on the bin-packing problem alone (every rate
+    0), so that ``InfeasibleError`` means proven infeasible or not found in time."""
+    from streamsched.solvers import solve_placement
+
+    none = np.zeros(0, np.int64)
+    found = solve_placement(graph.load, none, none, np.zeros(0), capacity, time_limit=FEASIBILITY_SECONDS)
+    what = (f"graph {graph.name!r} (load {graph.total_load:g}, largest task {graph.load.max():g}) on "
+            f"{cluster.name!r} (capacity {cluster.total_capacity:g})")
+    if found.status == "infeasible":
+        raise InfeasibleError(f"no placement of {what} exists (proven by the exact bin-packing model)")
+    if found.status not in ("optimal", "feasible"):
+        raise InfeasibleError(f"no placement of {what} was found: best and first fit decreasing failed and the "
+                              f"exact bin-packing search found none in {FEASIBILITY_SECONDS:g} s (not a proof)")
+    return np.asarray(found.assignment, np.int64)
 
 
 def _displace_overflow(graph: TaskGraph, cluster: Cluster, start: np.ndarray, sym) -> np.ndarray:
