@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.partitioning import fit_parts, partition
-from streamsched.partitioning.backends import WEIGHT_LEVELS, cut_weight, integer_weights
+from streamsched.partitioning.backends import WEIGHT_LEVELS, WEIGHT_SUM_LIMIT, cut_weight, integer_weights
 
 
 def symmetric(n: int, edges: list[tuple[int, int, float]]) -> sp.csr_matrix:
@@ -30,6 +30,28 @@ def test_integer_weights_keep_small_integers_and_scale_floats():
     scaled = integer_weights(np.array([0.5, 0.25, 1e-12]), allow_zero=True)
     assert scaled[0] == WEIGHT_LEVELS and scaled[1] == WEIGHT_LEVELS // 2
     assert scaled[2] == 1  # positive weights never vanish
+
+
+def test_scaled_weights_sum_within_32_bit_integers():
+    """Measured rates of a 1M-task graph reach totals of 1e11-1e13: scaled to the top weight
+    alone (2^20 each) five million of them would sum to ~5e12, far past 2^31."""
+    rng = np.random.default_rng(0)
+    values = rng.uniform(1e3, 1e7, 5_000_000)
+    values[:10] = 1e-9  # tiny ones still round up to 1
+    scaled = integer_weights(values, allow_zero=False)
+    assert scaled.sum() <= WEIGHT_SUM_LIMIT < 2**31 and scaled.max() <= WEIGHT_LEVELS and scaled.min() >= 1
+    # The ratios survive the scaling (to the integer resolution left).
+    big = values > 1e6
+    assert np.allclose(scaled[big] / scaled[big].max(), values[big] / values[big].max(), rtol=2e-2)
+
+
+@pytest.mark.parametrize("backend", ["metis", "kahip", "kahip-fast"])
+def test_partition_with_totals_past_32_bits(backend):
+    """Two cliques of 150 vertices, 1e9 per edge inside (total 2.2e13), 1 between: every
+    back-end (KaHIP's fast preset too) still finds the two cliques from the scaled weights."""
+    a = two_cliques(size=150, heavy=1e9)
+    parts = partition(a, 2, backend=backend, seed=0)
+    assert cut_weight(a, parts) == 1.0
 
 
 def test_cut_weight_counts_each_edge_once():

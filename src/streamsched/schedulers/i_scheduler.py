@@ -252,7 +252,8 @@ class IScheduler(Scheduler):
         Param("max_tasks_per_worker", int, 5, "second level: T, tasks per worker", low=1),
         Param("solver", str, "cp-sat", "exact solver back-end", choices=("cp-sat", "highs", "cplex")),
         Param("solver_workers", int, 1, "solver threads", low=1, high=64),
-        Param("backend", str, "metis", "partitioner", choices=("metis", "kahip")),
+        Param("backend", str, "metis", "partitioner (kahip: KaHIP eco, kahip-fast: KaHIP fast)",
+              choices=("metis", "kahip", "kahip-fast")),
         STRICT,
     )
 

@@ -66,7 +66,8 @@ class MetisScheduler(Scheduler):
         Param("max_tasks_per_worker", int, 5, "second level: T, tasks per worker", low=1),
         Param("method", str, "kway", "METIS k-way (gpmetis' default), recursive bisection, or the "
               "better of both on small graphs", choices=("kway", "recursive", "auto")),
-        Param("backend", str, "metis", "partitioner", choices=("metis", "kahip")),
+        Param("backend", str, "metis", "partitioner (kahip: KaHIP eco, kahip-fast: KaHIP fast)",
+              choices=("metis", "kahip", "kahip-fast")),
         STRICT,
     )
 
