@@ -20,7 +20,8 @@ from streamsched.model.graph_files import read_graph
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.pipeline import store as store_module
-from streamsched.engines.exports import exported_tasks, export, storm_assignment
+from streamsched.engines.exports import exported_tasks, export
+from streamsched.engines.storm.plan import storm_plan
 from streamsched.pipeline.generate import generate_metrics
 from streamsched.pipeline.store import list_snapshots, load_snapshot, read_manifest, write_snapshot
 from streamsched.schedulers import get_scheduler
@@ -146,35 +147,37 @@ def test_every_task_exported_exactly_once(name, fmt):
 
 
 @pytest.mark.parametrize("name", ["diamond-30", "wordcount", "taxi-routes"])
-def test_storm_executor_ranges_are_contiguous_per_component(name):
+def test_storm_executors_stay_in_their_component_and_slot(name):
     graph, cluster = workloads.workload(name), workloads.cluster("high-low-3-3")
-    document = storm_assignment(graph, cluster, _alternating(graph, cluster))
-    component_of = {int(t): graph.operator_names[o] for t, o in zip(graph.task_ids, graph.task_operator)}
-    for component, runs in document["components"].items():
-        for start, end in runs:
-            assert {component_of[t] for t in range(start, end + 1)} == {component}
-    node_index = {n.name: k for k, n in enumerate(cluster.nodes)}
     placement = _alternating(graph, cluster)
+    document = storm_plan(graph, cluster, placement)
+    component_of = {int(t): graph.operator_names[o] for t, o in zip(graph.task_ids, graph.task_operator)}
+    index = {int(t): k for k, t in enumerate(graph.task_ids)}
+    rows = {(r["start"], r["end"]): r for r in document["executors"]}
+    for row in rows.values():
+        assert {component_of[t] for t in row["graph_tasks"]} <= {row["component"]}
+    node_index = {n.name: k for k, n in enumerate(cluster.nodes)}
     for slot in document["assignments"]:
         for start, end in slot["executors"]:
-            for t in range(start, end + 1):
-                k = int(np.flatnonzero(graph.task_ids == t)[0])
-                assert node_index[slot["node"]] == placement.node_of[k]
-                assert slot["port"] == 6700 + placement.worker_of[k]
+            for t in rows[(start, end)]["graph_tasks"]:
+                assert node_index[slot["node"]] == placement.node_of[index[t]]
+                assert slot["port"] == 6700 + placement.worker_of[index[t]]
 
 
-def test_storm_lifts_runs_of_tasks_to_executors_by_hand():
-    # Component "a" = tasks 0..3 on n1, n1, n2, n1 (one worker each): executors [0-1], [2-2], [3-3].
+def test_storm_plan_numbers_tasks_as_nimbus_by_hand():
+    # Components sorted as strings: __acker (1 task: topology.workers defaults to 1) = task 1,
+    # a = 2..5, b = 6; one executor per task. The acker goes to the first slot the plan uses.
     graph = TaskGraph.build("t", ["a", "b"], [0, 0, 0, 0, 1], np.ones(5), [0], [4], [1.0])
     cluster = Cluster.from_types("c", (2, {"capacity": 5}))
     placement = Placement.build([0, 0, 1, 0, 1], [0, 0, 0, 0, 1])
-    document = storm_assignment(graph, cluster, placement)
-    assert document["components"] == {"a": [[0, 1], [2, 2], [3, 3]], "b": [[4, 4]]}
-    assert document["assignments"] == [
-        {"node": "n1", "port": 6700, "executors": [[0, 1], [3, 3]]},
-        {"node": "n2", "port": 6700, "executors": [[2, 2]]},
-        {"node": "n2", "port": 6701, "executors": [[4, 4]]},
+    document = storm_plan(graph, cluster, placement)
+    assert [(s["node"], s["port"], s["executors"]) for s in document["assignments"]] == [
+        ("n1", 6700, [[1, 1], [2, 2], [3, 3], [5, 5]]),
+        ("n2", 6700, [[4, 4]]),
+        ("n2", 6701, [[6, 6]]),
     ]
+    assert [(r["component"], r["graph_tasks"]) for r in document["executors"]] == [
+        ("__acker", []), ("a", [0]), ("a", [1]), ("a", [2]), ("a", [3]), ("b", [4])]
 
 
 def test_heron_and_kubernetes_by_worker():

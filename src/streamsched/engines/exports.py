@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
-from streamsched.engines.heron import heron_packing_plan
-from streamsched.engines.kubernetes import kubernetes_patches
-from streamsched.engines.storm.plan import storm_assignment
+from streamsched.engines.heron import heron_packing_plan, heron_plan_tasks
+from streamsched.engines.kubernetes import kubernetes_manifests, manifest_tasks
+from streamsched.engines.storm.plan import plan_graph_tasks, storm_plan
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
@@ -15,20 +15,28 @@ from streamsched.model.taskgraph import TaskGraph
 FORMATS = ("storm", "heron", "kubernetes")
 
 
-def exported_tasks(fmt: str, document: Any) -> list[int]:
-    """Every task id an export names, in order (to check each appears exactly once)."""
+def exported_tasks(fmt: str, document: Any, graph: TaskGraph | None = None) -> list[int]:
+    """Every task id an export names, in order (to check each appears exactly once). A Heron
+    plan numbers tasks Heron's way (from 1): with ``graph`` they are mapped back to its ids."""
     if fmt == "storm":
-        return [t for a in document["assignments"] for s, e in a["executors"] for t in range(s, e + 1)]
+        return plan_graph_tasks(document)
     if fmt == "heron":
-        return [i["task_id"] for c in document["container_plans"] for i in c["instances"]]
-    return [int(t) for p in document for t in p["metadata"]["annotations"]["streamsched/tasks"].split(",")]
+        return heron_plan_tasks(document, graph)
+    return manifest_tasks(document)
 
 
-def export(fmt: str, graph: TaskGraph, cluster: Cluster, placement: Placement, per: str = "task") -> Any:
+def export(fmt: str, graph: TaskGraph, cluster: Cluster, placement: Placement, per: str = "worker",
+           storm: Mapping[str, Any] | None = None, heron: Mapping[str, Any] | None = None,
+           kubernetes: Mapping[str, Any] | None = None) -> Any:
+    """``storm``: keyword options of :func:`~.storm.plan.storm_plan` (``layout`` from the Storm
+    UI, ``topology_id``, ``supervisors``, ``ackers``, ``executors``, ...); ``heron``: of
+    :func:`~.heron.heron_packing_plan` (``cpu_per_load``, ``topology_id``, ...); ``kubernetes``:
+    of :func:`~.kubernetes.kubernetes_manifests` (``image``, ``kind``, ``cpu_per_load``, ...);
+    ``per``: Kubernetes objects per ``worker`` or per ``task``."""
     if fmt == "storm":
-        return storm_assignment(graph, cluster, placement)
+        return storm_plan(graph, cluster, placement, **dict(storm or {}))
     if fmt == "heron":
-        return heron_packing_plan(graph, cluster, placement)
+        return heron_packing_plan(graph, cluster, placement, **dict(heron or {}))
     if fmt == "kubernetes":
-        return kubernetes_patches(graph, cluster, placement, per=per)
+        return kubernetes_manifests(graph, cluster, placement, per=per, **dict(kubernetes or {}))
     raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
