@@ -19,6 +19,7 @@ import typer
 # Topic modules register their commands on import.
 from streamsched.cli import core  # noqa: F401
 from streamsched.cli import edge  # noqa: F401
+from streamsched.cli import engines  # noqa: F401
 from streamsched.cli import evaluation  # noqa: F401
 from streamsched.cli import optimal  # noqa: F401
 from streamsched.cli import pipeline  # noqa: F401

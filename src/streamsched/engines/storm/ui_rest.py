@@ -406,6 +406,23 @@ def _get_json(url: str, timeout: float) -> Any:
         raise InputError(f"{url}: the answer is not JSON") from None
 
 
+def read(url: str | None = None, topology_id: str | None = None, directory: str | Path | None = None,
+         window: str | None = None, timeout: float = 10.0, save_dir: str | Path | None = None) -> StormUIData:
+    """A live UI (``url`` and ``topology_id``; ``window`` default 600) or saved responses
+    (``directory``; ``window`` default: the one they were saved with), never both."""
+    if (url is None) == (directory is None):
+        raise InputError("give either --url URL --topology-id ID (a live Storm UI) or --dir DIR (saved responses)")
+    if directory is not None:
+        if topology_id is not None or save_dir is not None:
+            raise InputError("--topology-id and --save go with --url, not --dir")
+        return read_dir(directory, window)
+    if not topology_id:
+        raise InputError("--url needs --topology-id (the id Storm gave the topology, e.g. wordcount-3-1714557000)")
+    if not (timeout > 0):
+        raise InputError(f"--timeout: {timeout!r}; must be > 0 seconds")
+    return fetch(url, topology_id, window or DEFAULT_WINDOW, timeout, save_dir)
+
+
 # ------------------------------------------------------------------------------- estimate
 def all_executors(data: StormUIData) -> tuple[list[StormExecutor], list[str]]:
     """Every executor of the topology, and warnings. Executors come from the component pages;

@@ -1,0 +1,132 @@
+"""Engine commands: ``streamsched read-engine ENGINE ...`` reads a running engine's topology
+into OUTDIR/graph.json (the graph file format ``schedule --graph`` reads), OUTDIR/placement.json
+(its current placement) and OUTDIR/cluster.yaml (the machines it was seen on).
+
+Each engine is one sub-command of ``read-engine`` (``storm-ui``; more engines add theirs on
+:data:`read_app`), and every reader ends in :func:`write_reading`. The readers themselves live
+in ``streamsched.engines`` (docs/engines.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+import typer
+import yaml
+from rich.console import Console
+
+from streamsched.cli.app import app, err_console
+from streamsched.errors import InputError
+from streamsched.model import Cluster, Placement, TaskGraph
+
+console = Console()
+read_app = typer.Typer(no_args_is_help=True,
+                       help="Read a running engine: task graph, current placement and observed cluster.")
+app.add_typer(read_app, name="read-engine")
+
+OutOpt = typer.Option(..., "--out", "-o", help="directory for graph.json, placement.json and cluster.yaml")
+
+
+def write_reading(out: Path, graph: TaskGraph, placement: Placement, cluster: Cluster,
+                  summary: Mapping[str, Any] | None = None, warnings: Sequence[str] = ()) -> dict[str, Any]:
+    """Write OUTDIR/graph.json, placement.json and cluster.yaml, print what was read (warnings
+    to stderr) and return the summary."""
+    from streamsched.model.graph_files import write_graph
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_graph(graph, out / "graph.json")
+    placement.write(out / "placement.json", graph, cluster)
+    (out / "cluster.yaml").write_text(yaml.safe_dump(cluster.to_dict(), sort_keys=False))
+    report = {
+        **dict(summary or {}),
+        "graph": {**graph.summary(), "file": str(out / "graph.json")},
+        "placement": str(out / "placement.json"),
+        "cluster": {"name": cluster.name, "nodes": [n.name for n in cluster.nodes],
+                    "capacity_unit": cluster.capacity_unit, "file": str(out / "cluster.yaml")},
+    }
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
+    return report
+
+
+@read_app.command("storm-ui")
+def storm_ui(
+    url: Optional[str] = typer.Option(None, "--url", help="Storm UI base URL, e.g. http://nimbus:8080"),
+    topology_id: Optional[str] = typer.Option(None, "--topology-id", help="with --url: the topology's id"),
+    directory: Optional[Path] = typer.Option(None, "--dir", help="saved UI responses instead of a live UI"),
+    out: Path = OutOpt,
+    window: Optional[str] = typer.Option(
+        None, "--window", help="600, 10800, 86400 or :all-time (live default 600; --dir: the saved one)"),
+    load: str = typer.Option("busy", "--load", help="executor load: busy (executed x latency) or capacity"),
+    spout_load: float = typer.Option(0.1, "--spout-load", help="cores per spout executor (the UI gives none)"),
+    host_cores: float = typer.Option(4.0, "--host-cores", help="cores of a host without a supervisor summary"),
+    timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for each UI answer"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+) -> None:
+    """Storm UI REST API: one graph task per executor (loads in cores, pair rates from the
+    per-input executed counts), the current executor placement and the hosts. Live reads keep
+    the responses in OUTDIR/storm-ui/ (give it to `export --format storm --storm-ui-dir`)."""
+    from streamsched.engines.storm import ui_rest
+
+    save_dir = out / "storm-ui" if url is not None else None
+    data = ui_rest.read(url=url, topology_id=topology_id, directory=directory, window=window,
+                        timeout=timeout, save_dir=save_dir)
+    reading = ui_rest.estimate(data, spout_load=spout_load, load=load, host_cores=host_cores)
+    report = write_reading(out, reading.graph, reading.placement, reading.cluster, {
+        "engine": "storm-ui", "topology_id": data.topology_id, "window": data.window,
+        "storm_ui_dir": str(save_dir if save_dir is not None else directory),
+        "executors": len(reading.layout.executors),
+        "system_executors": sum(1 for e in reading.layout.executors if e.system),
+    }, reading.warnings)
+    if as_json:
+        print(json.dumps(report, indent=1))
+    else:
+        console.print_json(data=report)
+
+
+def storm_export_options(storm_ui_dir: Optional[Path], topology_id: Optional[str],
+                         supervisors: Optional[list[str]], ackers: Optional[int],
+                         executors: Optional[list[str]]) -> dict[str, Any]:
+    """``export --format storm`` options as :func:`~streamsched.engines.storm.plan.storm_plan`
+    keywords: executors, supervisor ids and ports from saved UI responses, or Nimbus' numbering
+    with ``--ackers`` and ``--executors COMPONENT=N`` (parallelism hints)."""
+    options: dict[str, Any] = {}
+    mapping = _pairs("--supervisor", supervisors)
+    if storm_ui_dir is not None:
+        from streamsched.engines.storm import ui_rest
+
+        if ackers is not None or executors:
+            raise InputError("--ackers and --executors describe a topology not yet submitted; "
+                             "with --storm-ui-dir the executors are Storm's own")
+        layout = ui_rest.estimate(ui_rest.read_dir(storm_ui_dir)).layout
+        if mapping:
+            from dataclasses import replace
+
+            layout = replace(layout, supervisors={**layout.supervisors, **mapping})
+        options["layout"] = layout
+    else:
+        if mapping:
+            options["supervisors"] = mapping
+        if ackers is not None:
+            options["ackers"] = ackers
+        hints = _pairs("--executors", executors)
+        if hints:
+            try:
+                options["executors"] = {k: int(v) for k, v in hints.items()}
+            except ValueError:
+                raise InputError(f"--executors: {hints}: counts must be integers") from None
+    if topology_id is not None:
+        options["topology_id"] = topology_id
+    return options
+
+
+def _pairs(option: str, values: Optional[list[str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for value in values or []:
+        key, sep, item = value.partition("=")
+        if not sep or not key.strip() or not item.strip():
+            raise InputError(f"{option} {value!r}: expected NAME=VALUE")
+        out[key.strip()] = item.strip()
+    return out
