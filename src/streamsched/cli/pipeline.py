@@ -153,10 +153,18 @@ def export(
     snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="a snapshot directory as the graph"),
     cluster: str = ClusterOpt,
     fmt: str = typer.Option(..., "--format", help="storm, heron or kubernetes"),
-    per: str = typer.Option("task", "--per", help="kubernetes: one pod per task or per worker"),
+    per: str = typer.Option("worker", "--per", help="kubernetes: one Deployment per worker or per task"),
+    image: Optional[str] = typer.Option(
+        None, "--image", help="kubernetes: the worker container image (default: a placeholder, streamsched/worker:latest)"),
+    kind: str = typer.Option("deployment", "--kind", help="kubernetes: deployment or statefulset"),
+    as_yaml: bool = typer.Option(False, "--yaml", help="kubernetes: multi-document YAML instead of a JSON List"),
+    cpu_per_load: Optional[float] = typer.Option(
+        None, "--cpu-per-load", help="heron, kubernetes: cores per unit of a graph's load in tasks (heron default 1)"),
+    topology_id: Optional[str] = typer.Option(None, "--topology-id", help="heron: the plan's id (default: graph name)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write here instead of stdout"),
 ) -> None:
-    """Turn a placement into what an engine applies (Storm slots, Heron plan, Kubernetes patches)."""
+    """Turn a placement into what an engine applies (Storm slots, Heron packing plan, Kubernetes
+    Deployments pinned by node affinity; docs/engines.md)."""
     from streamsched.engines.exports import export as export_placement
     from streamsched.pipeline.store import load_snapshot
 
@@ -167,8 +175,22 @@ def export(
     else:
         task_graph = load_graph(workload, graph)
     nodes = load_cluster(cluster)
-    document = export_placement(fmt, task_graph, nodes, Placement.read(placement, task_graph, nodes), per=per)
-    text = json.dumps(document, indent=1)
+    kinds = {"deployment": "Deployment", "statefulset": "StatefulSet"}
+    if kind.lower() not in kinds:
+        raise InputError(f"--kind: {kind!r} is not one of {', '.join(kinds)}")
+    if as_yaml and fmt != "kubernetes":
+        raise InputError("--yaml: only for --format kubernetes")
+    given = lambda **options: {k: v for k, v in options.items() if v is not None}  # noqa: E731
+    document = export_placement(
+        fmt, task_graph, nodes, Placement.read(placement, task_graph, nodes), per=per,
+        heron=given(cpu_per_load=cpu_per_load, topology_id=topology_id),
+        kubernetes=given(image=image, kind=kinds[kind.lower()], cpu_per_load=cpu_per_load))
+    if as_yaml:
+        from streamsched.engines.kubernetes import manifests_yaml
+
+        text = manifests_yaml(document).rstrip("\n")
+    else:
+        text = json.dumps(document, indent=1)
     if out is None:
         print(text)
     else:
