@@ -53,6 +53,17 @@ def test_row_checks_first_failing_reason_wins():
     assert checked.values["topology"][1].as_py() == "t"
 
 
+
+def test_null_fields_are_missing_not_a_crash():
+    """Spark's CSV reader gives an empty field as null, where Arrow's gives "": the row of issue
+    15 (``1700000010,wordcount,0,,5,100``) killed ``watch`` with an IndexError."""
+    columns = {f: pa.array(v, pa.string()) for f, v in zip(native_reader.TRAFFIC_FIELDS, (
+        [f"{T0}", f"{T0}", None], ["t", "t", "t"], ["0", "0", "1"], [None, "5", "2"], ["5", "5", None],
+        ["100", None, "1"]))}
+    checked = row_checks.validate(columns, "traffic", RANGE)
+    assert _reasons(checked) == [row_checks.MISSING, None, row_checks.MISSING]
+    assert checked.values["dst_task"][1] == 5 and checked.values["bytes"][1] == 0.0
+
 def test_typed_parquet_columns_are_checked_as_numbers(tmp_path):
     path = tmp_path / "load-x.parquet"
     pq.write_table(pa.table({"timestamp": [T0, T0, T0, None], "topology": ["t"] * 4, "task": [3.0, 3.5, 4.0, 5.0],

@@ -62,10 +62,10 @@ def _number(column: pa.Array | None, n: int, integer: bool) -> tuple[np.ndarray,
         column = column.combine_chunks()
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         digits = column if integer else pc.replace_substring(column, ".", "", max_replacements=1)
-        plain = pc.fill_null(pc.ascii_is_decimal(digits), False)
+        plain = pc.ascii_is_decimal(digits)
         if integer:
             plain = pc.and_(plain, pc.less_equal(pc.utf8_length(column), 18))
-        plain = plain.to_numpy(zero_copy_only=False)
+        plain = pc.fill_null(plain, False).to_numpy(zero_copy_only=False)  # a null field is not plain
         values, missing, ok = np.zeros(n, dtype), np.zeros(n, bool), plain.copy()
         if plain.any():
             values[plain] = pc.cast(column.filter(pa.array(plain)), pa.int64() if integer else pa.float64()).to_numpy(
