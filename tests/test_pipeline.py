@@ -143,7 +143,7 @@ def test_every_task_exported_exactly_once(name, fmt):
     graph, cluster = workloads.workload(name), workloads.cluster("high-low-3-3")
     for placement in (get_scheduler("even").schedule(graph, cluster), _alternating(graph, cluster)):
         document = export(fmt, graph, cluster, placement)
-        assert sorted(exported_tasks(fmt, document)) == sorted(graph.task_ids.tolist())
+        assert sorted(exported_tasks(fmt, document, graph)) == sorted(graph.task_ids.tolist())
 
 
 @pytest.mark.parametrize("name", ["diamond-30", "wordcount", "taxi-routes"])
@@ -184,14 +184,16 @@ def test_heron_and_kubernetes_by_worker():
     graph = workloads.workload("linear-10")
     cluster = workloads.cluster("homogeneous-10")
     placement = Placement.build(np.arange(10) // 4, np.zeros(10))
-    plan = export("heron", graph, cluster, placement)
-    assert [len(c["instances"]) for c in plan["container_plans"]] == [4, 4, 2]
-    assert plan["container_plans"][0]["required_resources"]["cpu"] == 4.0
-    pods = export("kubernetes", graph, cluster, placement, per="worker")
-    assert [p["metadata"]["name"] for p in pods] == ["linear-10-n1-worker-0", "linear-10-n2-worker-0",
-                                                    "linear-10-n3-worker-0"]
-    term = pods[2]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    plan = export("heron", graph, cluster, placement)  # Heron's task ids: ours + 1
+    assert [[i["taskId"] for i in c["instancePlans"]] for c in plan["containerPlans"]] == [
+        [1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]
+    assert plan["containerPlans"][0]["requiredResource"]["cpu"] == 4.0 + 1.0  # 1 core per unit load + padding
+    manifests = export("kubernetes", graph, cluster, placement, per="worker")
+    items = manifests["items"]
+    assert [i["metadata"]["name"] for i in items] == ["linear-10-n1-w0", "linear-10-n2-w0", "linear-10-n3-w0"]
+    term = items[2]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["n3"]
+    assert exported_tasks("kubernetes", manifests) == list(range(10))
 
 
 def test_invalid_placement_is_not_exported():
@@ -215,7 +217,8 @@ def test_cli_gen_metrics_and_export(tmp_path, capsys):
     snapshot = write_snapshot(tmp_path / "store", workloads.workload("diamond-12"), {})
     assert main(["export", str(placement), "--snapshot", str(snapshot), "-c", "homogeneous-10",
                  "--format", "kubernetes"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 12
+    manifests = json.loads(capsys.readouterr().out)
+    assert manifests["kind"] == "List" and sorted(exported_tasks("kubernetes", manifests)) == list(range(12))
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys):
