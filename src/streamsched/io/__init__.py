@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -10,23 +12,53 @@ import yaml
 
 from streamsched.errors import InputError
 
+#: Largest document read (topologies, clusters, placements, graph JSON): 256 MiB.
+MAX_DOCUMENT_BYTES = 256 * 2**20
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without aliases: ``*name`` may repeat a node without bound (a
+    1.6 kB "billion laughs" file expands to gigabytes), and no streamsched file needs one."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"alias *{event.anchor} refused (aliases are not "
+                                              "supported: write the value out)", event.start_mark)
+        return super().compose_node(parent, index)
+
 
 def read_document(path: str | Path) -> Any:
-    """Parse a YAML or JSON file; a syntax error names the file and line."""
+    """Parse a YAML or JSON file; a syntax error names the file and line.
+
+    Only regular files up to :data:`MAX_DOCUMENT_BYTES` are read (a named pipe would block,
+    a device never end); YAML aliases and nesting past Python's recursion limit are refused."""
     path = Path(path)
     try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{path}: not a regular file")
+        if info.st_size > MAX_DOCUMENT_BYTES:
+            raise InputError(f"{path}: {info.st_size:,} bytes, more than the {MAX_DOCUMENT_BYTES:,} a document may have")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     try:
-        return yaml.safe_load(text)
+        if path.suffix.lower() == ".json":
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        return _yaml(path, text)
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply") from None
+
+
+def _yaml(path: Path, text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
@@ -70,6 +102,8 @@ class Fields:
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(f"{self.where}.{key}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise InputError(f"{self.where}.{key}: must be a finite number, got {value!r}")
         if positive and not value > 0:
             raise InputError(f"{self.where}.{key}: must be positive, got {value!r}")
         if minimum is not None and value < minimum:
