@@ -241,3 +241,47 @@ def test_graph_and_storm_topology_must_match():
 def test_executor_dataclass():
     executor = StormExecutor("__acker", 3, 4)
     assert executor.system and list(executor.tasks) == [3, 4]
+
+
+# --------------------------------------------------------------------------------- the CLI
+def test_cli_export_storm_from_storm_ui_data(tmp_path, capsys):
+    from streamsched.cli import main
+
+    out = tmp_path / "now"
+    assert main(["read-engine", "storm-ui", "--dir", str(FIXTURE), "--out", str(out), "--json"]) == 0
+    plan = tmp_path / "plan.json"
+    assert main(["export", str(out / "placement.json"), "--graph", str(out / "graph.json"),
+                 "--cluster", str(out / "cluster.yaml"), "--format", "storm", "--storm-ui-dir", str(FIXTURE),
+                 "-o", str(plan)]) == 0
+    document = json.loads(plan.read_text())
+    validate(document)
+    assert document["topology_id"] == "wordcount-3-1714557000"
+    assert len(document["executors"]) == 22  # every executor Nimbus made, ackers and metrics consumer included
+    capsys.readouterr()
+    assert main(["export", str(out / "placement.json"), "--graph", str(out / "graph.json"), "--cluster",
+                 str(out / "cluster.yaml"), "--format", "storm", "--storm-ui-dir", str(FIXTURE), "--ackers", "2"]) == 2
+    assert main(["export", str(out / "placement.json"), "--graph", str(out / "graph.json"), "--cluster",
+                 str(out / "cluster.yaml"), "--format", "heron", "--ackers", "2"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2 and all(line.startswith("error:") for line in errors)
+
+
+def test_cli_export_storm_with_parallelism_hints(tmp_path, capsys):
+    from streamsched.cli import main
+
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("name: one\nnodes:\n  - {name: big, capacity: 1000, slots: 2}\n")
+    placement = tmp_path / "p.json"
+    assert main(["schedule", "-w", "wordcount", "-c", str(cluster), "-s", "even", "-p", "workers=1",
+                 "-o", str(placement)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(placement), "-w", "wordcount", "-c", str(cluster), "--format", "storm",
+                 "--ackers", "3", "--executors", "count=5", "--topology-id", "wordcount-1-1714557000",
+                 "--supervisor", "big=sup-1"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    validate(document)
+    counts = [(r["start"], r["end"]) for r in document["executors"] if r["component"] == "count"]
+    assert counts == [(4, 6), (7, 9), (10, 11), (12, 13), (14, 15)]  # 12 tasks from 4 (3 ackers first)
+    assert {s["supervisor_id"] for s in document["assignments"]} == {"sup-1"}
+    assert main(["export", str(placement), "-w", "wordcount", "-c", str(cluster), "--format", "storm",
+                 "--executors", "count"]) == 2

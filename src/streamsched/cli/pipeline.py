@@ -74,7 +74,8 @@ def ingest(
     half_life: Optional[float] = typer.Option(None, "--half-life", help="exponential weighting instead (s)"),
     until: Optional[float] = typer.Option(None, "--until", help="window end, epoch s (default: latest row)"),
     fmt: Optional[str] = typer.Option(None, "--format", help="force one source format for every file"),
-    topology: str = typer.Option("topology", "--topology", help="topology of sendgraph/Storm rows without one"),
+    topology: Optional[str] = typer.Option(
+        None, "--topology", help="topology of the rows (default: Storm files' own id, else 'topology')"),
     storm_interval: float = typer.Option(60.0, "--storm-interval", help="Storm metrics bucket, s"),
     rate_interval: float = typer.Option(60.0, "--rate-interval", help="period of an Aniello rate, s"),
     master: str = MasterOpt,
@@ -94,7 +95,8 @@ def ingest(
         print(json.dumps(report, indent=1))
         return
     console.print(f"read {report['rows_read']} rows: {report['rows_accepted']} accepted, "
-                  f"{sum(report['rows_quarantined'].values())} quarantined {report['rows_quarantined']}")
+                  f"{sum(report['rows_quarantined'].values())} quarantined {report['rows_quarantined']}"
+                  + (f", {report['rows_system']} Storm system" if report.get("rows_system") else ""))
     for path in report["snapshots"]:
         console.print(f"snapshot {path}")
 
@@ -160,7 +162,15 @@ def export(
     as_yaml: bool = typer.Option(False, "--yaml", help="kubernetes: multi-document YAML instead of a JSON List"),
     cpu_per_load: Optional[float] = typer.Option(
         None, "--cpu-per-load", help="heron, kubernetes: cores per unit of a graph's load in tasks (heron default 1)"),
-    topology_id: Optional[str] = typer.Option(None, "--topology-id", help="heron: the plan's id (default: graph name)"),
+    topology_id: Optional[str] = typer.Option(
+        None, "--topology-id", help="storm: the topology's id (default: Storm UI data's, else null); heron: the plan's id (default: graph name)"),
+    storm_ui_dir: Optional[Path] = typer.Option(
+        None, "--storm-ui-dir", help="storm: saved Storm UI responses (read-engine's OUTDIR/storm-ui): executors, supervisor ids, ports"),
+    supervisor: Optional[list[str]] = typer.Option(
+        None, "--supervisor", help="storm: NODE=SUPERVISOR_ID (repeatable; default: the node name)"),
+    ackers: Optional[int] = typer.Option(None, "--ackers", help="storm, without UI data: __acker tasks (default 1)"),
+    executors: Optional[list[str]] = typer.Option(
+        None, "--executors", help="storm, without UI data: COMPONENT=N parallelism hint (repeatable; default one per task)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write here instead of stdout"),
 ) -> None:
     """Turn a placement into what an engine applies (Storm slots, Heron packing plan, Kubernetes
@@ -181,8 +191,15 @@ def export(
     if as_yaml and fmt != "kubernetes":
         raise InputError("--yaml: only for --format kubernetes")
     given = lambda **options: {k: v for k, v in options.items() if v is not None}  # noqa: E731
+    storm = None
+    if fmt == "storm":
+        from streamsched.cli.engines import storm_export_options
+
+        storm = storm_export_options(storm_ui_dir, topology_id, supervisor, ackers, executors)
+    elif storm_ui_dir is not None or supervisor or ackers is not None or executors:
+        raise InputError("--storm-ui-dir, --supervisor, --ackers, --executors: only for --format storm")
     document = export_placement(
-        fmt, task_graph, nodes, Placement.read(placement, task_graph, nodes), per=per,
+        fmt, task_graph, nodes, Placement.read(placement, task_graph, nodes), per=per, storm=storm,
         heron=given(cpu_per_load=cpu_per_load, topology_id=topology_id),
         kubernetes=given(image=image, kind=kinds[kind.lower()], cpu_per_load=cpu_per_load))
     if as_yaml:
