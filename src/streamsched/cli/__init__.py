@@ -15,6 +15,7 @@ import logging
 import sys
 
 import typer
+from typer.exceptions import Abort, TyperException
 
 # Topic modules register their commands on import.
 from streamsched.cli import core  # noqa: F401
@@ -54,16 +55,34 @@ def set_verbose(verbose: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of exiting (also used by the tests).
 
-    Usage errors are reported by typer itself (exit 2); our errors print one line.
+    Every error prints one line: usage errors (unknown command or option, a bad option value:
+    exit 2), ours (the exit code of the :class:`~streamsched.errors.StreamschedError`), and
+    what the operating system refused (a missing output directory, a directory given as a file:
+    exit 2, naming the path).
     """
     try:
-        app(args=argv, prog_name="streamsched", standalone_mode=True)
+        result = app(args=argv, prog_name="streamsched", standalone_mode=False)
+    except TyperException as exc:  # usage errors: typer's (vendored click) exceptions
+        context = getattr(exc, "ctx", None)
+        hint = f" (see `{context.command_path} --help`)" if context is not None else ""
+        return _fail(f"{exc.format_message()}{hint}", exc.exit_code)
+    except Abort:
+        return _fail("aborted", 130)
     except StreamschedError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-        return exc.exit_code
+        return _fail(str(exc), exc.exit_code)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}", 2)
+    except MemoryError:
+        return _fail("out of memory: the input is too large for this machine", 2)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
+    return result if isinstance(result, int) else 0
+
+
+def _fail(message: str, code: int) -> int:
+    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True, markup=True)
+    return code
 
 
 def run() -> None:
