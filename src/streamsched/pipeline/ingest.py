@@ -9,12 +9,15 @@ unknown tasks and reduces each group to a summary; everything is written once, p
 ``part`` (summaries, rejected rows, counts). The driver then computes the rates R(ti, tj) and
 loads L(ti) of the window from the summaries (i-scheduler.txt 4.1, t3-scheduler.txt 4.1) and
 :mod:`.store` writes one snapshot per topology. Every run checks and reports
-``rows_read = rows_accepted + sum(rows_quarantined.values())``.
+``rows_read = rows_accepted + sum(rows_quarantined.values()) + rows_system`` (``rows_system``:
+lines of Storm's own components and streams, neither traffic nor quarantine). An ingest that
+accepts no row, or gives no traffic between tasks, is an InputError saying why.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import shutil
 import time
@@ -223,6 +226,24 @@ def build_graphs(rates: list, loads: list, tasks: list, default_load: float) -> 
     return out
 
 
+def _check_storm_files(counts: pa.Table) -> None:
+    """A Storm metrics file none of whose lines was accepted, some rejected, is an InputError
+    naming the file, its rejected lines and the first reason (the count rows of
+    :func:`.sources.read_storm`)."""
+    per_file: dict[str, dict[str, Any]] = {}
+    for kind, source, why, n, raw in zip(*(counts.column(c).to_pylist()
+                                           for c in ("kind", "source", "reason", "rows", "raw"))):
+        if kind == "storm-line" and source:
+            per_file.setdefault(source, {})[why] = raw if why in ("rejected_lines", "note") else n
+    for source, c in sorted(per_file.items()):
+        if c.get("accepted", 0) == 0 and "rejected_lines" in c:
+            detail = json.loads(c["rejected_lines"])
+            rejected = c.get("read", 0) - c.get("system", 0)
+            system = f"; the other {c['system']} are Storm's own components and streams" if c.get("system") else ""
+            raise InputError(f"{source}: no line accepted: {rejected} of {c.get('read', 0)} lines rejected "
+                             f"(lines {detail['lines']}; first: {detail['first']}){system}")
+
+
 # --------------------------------------------------------------------------- the run
 def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window = Window(),
            options: sources.Options | None = None, fmt: str | None = None,
@@ -253,15 +274,28 @@ def _frames(spark: SparkSession, groups: dict[str, list[Path]],
             good = sources.expand_executor_load(rows.filter(F.col("reason").isNull()))
             load_frames.append(_blocks(good, "load", checked=False))
             tasks.append(good.select("topology", "task", "operator"))
-        else:
-            reader = sources.read_storm_log if name == "storm-log" else sources.read_sendgraph
-            got = reader(spark, files, options)
+        elif name == "sendgraph":
+            got = sources.read_sendgraph(spark, files, options)
             load_frames += _records(got.records, counted=True)
-            if got.traffic is not None:
-                traffic_frames.append(_blocks(got.traffic, "traffic", checked=False))
-            if got.load is not None:
-                load_frames.append(_blocks(got.load, "load", checked=False))
+            traffic_frames.append(_blocks(got.traffic, "traffic", checked=False))
             tasks.append(got.tasks)
+    storm = {name: files for name, files in groups.items() if name in sources.STORM_FORMATS}
+    if storm:
+        rows = sources.read_storm(spark, storm, options)
+        part = F.col("part")
+        traffic_frames.append(_blocks(rows.filter(part == "traffic").select(
+            "timestamp", "topology", "source", F.col("a").alias("src_task"), F.col("b").alias("dst_task"),
+            F.col("value").alias("tuples"), F.lit(0.0).alias("bytes")), "traffic", checked=False))
+        load_frames.append(_blocks(rows.filter(part == "load").select(
+            "timestamp", "topology", "source", F.col("a").alias("task"), "operator", F.col("value").alias("load")),
+            "load", checked=False))
+        # Rejected lines, counts per file and InputErrors go through the merge as they are.
+        other = rows.filter(part.isin("rejected", "count", "error"))
+        load_frames.append(_frame(other, part=part, kind=F.lit("storm-line"), source=F.col("source"),
+                                  topology=F.coalesce(F.col("source"), F.col("topology")),
+                                  a=F.when(part == "rejected", F.abs(F.xxhash64("raw")) % 64),
+                                  raw=F.col("raw"), reason=F.col("reason"), rows=F.col("rows")))
+        tasks.append(rows.filter(part == "task").select("topology", F.col("a").alias("task"), "operator"))
     return load_frames, traffic_frames, tasks
 
 
@@ -295,10 +329,12 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
         rejected = {r["reason"]: int(r["count"]) for r in
                     result.filter(F.col("part") == "rejected").groupBy("reason").count().collect()}
         quarantine_path = None
+        first_rejected = None
         if rejected:
             quarantine_path = Path(store) / "quarantine" / run_id
-            result.filter(F.col("part") == "rejected").select("source", "kind", "raw", "reason").coalesce(1) \
-                .write.parquet(str(quarantine_path))
+            bad = result.filter(F.col("part") == "rejected").select("source", "kind", "raw", "reason")
+            bad.coalesce(1).write.parquet(str(quarantine_path))
+            first_rejected = bad.first()
     finally:
         shutil.rmtree(work, ignore_errors=True)
         with contextlib.suppress(OSError):
@@ -308,11 +344,29 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
     rows = np.nan_to_num(small.column("rows").to_numpy(zero_copy_only=False)).astype(np.int64)
     read = int(rows[(part == "count") & (reason == "read")].sum())
     accepted = int(rows[(part == "count") & (reason == "accepted")].sum() + rows[part == "summary"].sum())
+    system = int(rows[(part == "count") & (reason == "system")].sum())
     quarantined = dict(sorted(rejected.items()))
-    if read != accepted + sum(quarantined.values()):
-        raise RuntimeError(f"ingest lost rows: read {read} != accepted {accepted} + quarantined {quarantined}")
+    if read != accepted + sum(quarantined.values()) + system:
+        raise RuntimeError(f"ingest lost rows: read {read} != accepted {accepted} + quarantined {quarantined}"
+                           f" + system {system}")
+    counted = small.filter(pc.equal(small.column("part"), "count"))
+    _check_storm_files(counted)
     summaries = small.filter(pc.equal(small.column("part"), "summary"))
     ends, rates, loads = window_rates(summaries, window)
+    why = f"{read} rows read: {accepted} accepted, {sum(quarantined.values())} quarantined"
+    why += f" {quarantined}" if quarantined else ""
+    why += f", {system} of Storm's own components and streams" if system else ""
+    if quarantine_path is not None:
+        why += f"; quarantine: {quarantine_path}"
+    if read and not accepted:
+        first = (f"; first: {first_rejected['source']}: {first_rejected['reason']}: {first_rejected['raw'][:200]!r}"
+                 if first_rejected is not None else "")
+        raise InputError(f"no row accepted ({why}){first}")
+    if not any(r["rate"] > 0 for r in rates):
+        notes = [n for n, r in zip(counted.column("raw").to_pylist(), counted.column("reason").to_pylist())
+                 if r == "note"]
+        raise InputError(f"no traffic between tasks in {', '.join(map(str, paths))} ({why})"
+                         + (f": {'; '.join(sorted(set(notes)))}" if notes else ""))
     task_rows = [{"topology": t, "task": k, "operator": o} for t, k, o in sorted(set(declared_rows), key=str)]
     snapshots = []
     source_files = sorted(str(f) for files in groups.values() for f in files)
@@ -323,7 +377,7 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
             "sources": source_files,
             "formats": sorted(groups),
             "run_id": run_id,
-            "rows": {"read": read, "accepted": accepted, "quarantined": quarantined},
+            "rows": {"read": read, "accepted": accepted, "quarantined": quarantined, "system": system},
             "tasks_with_default_load": defaulted,
             "default_load": default_load,
         }
@@ -333,6 +387,7 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
         "rows_read": read,
         "rows_accepted": accepted,
         "rows_quarantined": quarantined,
+        "rows_system": system,
         "quarantine": str(quarantine_path) if quarantine_path else None,
         "snapshots": snapshots,
         "formats": {k: len(v) for k, v in sorted(groups.items())},

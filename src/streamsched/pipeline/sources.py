@@ -10,26 +10,35 @@ Sources, chosen by file name (or forced with ``fmt``):
 
 - ``traffic*.{csv,jsonl,json,parquet}`` / ``load*.{...}``: our native format (columns of
   :data:`.schema.TRAFFIC` / :data:`.schema.LOAD`), read by :mod:`.native_reader` (pyarrow), not here;
-- ``*.log``: Storm ``LoggingMetricsConsumer`` worker logs (per-pair rates estimated, see
-  :func:`read_storm_log`);
+- ``*.metrics`` (``worker.log.metrics``, rolled ``.metrics.<i>.gz``) and ``*.log``: Storm
+  ``LoggingMetricsConsumer`` files; ``storm.worker.*.csv``: Storm's CSV metrics reporter (both read
+  by :mod:`streamsched.engines.storm.metrics_traffic`, see :func:`read_storm`);
 - ``sendgraph*.json``: Fischer's cumulative sendgraph snapshots (deltas, restarts);
 - ``aniello-traffic*.csv`` / ``aniello-load*.csv``: Aniello's ``traffic`` and ``load`` tables.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
+from typing import Iterator
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from streamsched.engines.storm.metrics_csv import is_reporter_file
+from streamsched.engines.storm.metrics_log import is_metrics_file
+from streamsched.engines.storm.metrics_traffic import line_ranges, read_topology, topology_of
 from streamsched.errors import InputError
 from streamsched.pipeline.row_checks import DUPLICATE, MALFORMED, MISSING, NEGATIVE, OUT_OF_RANGE, WRONG_TYPE
 
-FORMATS = ("native-traffic", "native-load", "storm-log", "sendgraph", "aniello-traffic", "aniello-load")
+FORMATS = ("native-traffic", "native-load", "storm-log", "storm-csv", "sendgraph", "aniello-traffic", "aniello-load")
+STORM_FORMATS = ("storm-log", "storm-csv")
 NATIVE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 #: Default accepted timestamp range: 2000-01-01 .. 2100-01-01 (epoch seconds).
 DEFAULT_TIME_RANGE = (946684800.0, 4102444800.0)
@@ -40,7 +49,8 @@ class Options:
     """What readers need besides the files."""
 
     time_range: tuple[float, float] = DEFAULT_TIME_RANGE
-    topology: str = "topology"          # sendgraph / Aniello rows without a topology id
+    topology: str | None = None         # topology of rows without one (None: Storm files take it
+                                        # from their path or name, sendgraph rows get "topology")
     storm_interval_s: float = 60.0      # topology.builtin.metrics.bucket.size.secs
     rate_interval_s: float = 60.0       # the period an Aniello rate (tuples/s) covers
 
@@ -59,8 +69,10 @@ class Records:
 
 def detect_format(path: Path) -> str:
     name = path.name.lower()
-    if name.endswith(".log"):
+    if is_metrics_file(name) or name.endswith(".log"):
         return "storm-log"
+    if is_reporter_file(path.name):
+        return "storm-csv"
     if name.startswith("sendgraph") and name.endswith(".json"):
         return "sendgraph"
     for prefix in ("aniello-traffic", "aniello-load"):
@@ -70,8 +82,14 @@ def detect_format(path: Path) -> str:
         if name.startswith(prefix) and name.endswith(NATIVE_SUFFIXES):
             return f"native-{prefix}"
     raise InputError(
-        f"{path}: cannot tell the format from the name (traffic*/load*.csv|jsonl|parquet, *.log, "
-        "sendgraph*.json, aniello-traffic*/aniello-load*.csv); give --format")
+        f"{path}: cannot tell the format from the name (traffic*/load*.csv|jsonl|parquet, *.metrics, *.log, "
+        "storm.worker.*.csv, sendgraph*.json, aniello-traffic*/aniello-load*.csv); give --format")
+
+
+def _storm_artifact(path: Path) -> bool:
+    """A file of Storm's worker artifacts that holds no metrics (worker.log, worker.log.out,
+    worker.yaml, gc.log, ...): skipped when a directory is read."""
+    return "workers-artifacts" in path.parts and not is_metrics_file(path.name.lower())
 
 
 def expand(paths: list[str | Path]) -> list[Path]:
@@ -79,7 +97,8 @@ def expand(paths: list[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith((".", "_")))
+            out += sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith((".", "_"))
+                          and not _storm_artifact(f.absolute()))
         elif p.is_file():
             out.append(p)
         else:
@@ -124,89 +143,76 @@ def _raw(df: DataFrame, fields: list[str]) -> Column:
 
 
 # --------------------------------------------------------------------------- Storm
-_STORM_USED = ("__execute-count", "__execute-latency", "__transfer-count")
+#: One row of what the Storm readers give (``part``): ``traffic`` (timestamp, a = src task, b = dst
+#: task, value = tuples), ``load`` (timestamp, a = task, operator, value = busy cores), ``task`` (a,
+#: operator), ``rejected`` (source, raw, reason), ``count`` (source, reason = read | accepted |
+#: system, rows; reason ``rejected_lines``: raw = JSON of the file's rejected lines; reason
+#: ``note``: raw = why a topology gave no traffic) and ``error`` (raw = the InputError message).
+STORM_ROWS = pa.schema([
+    ("part", pa.string()), ("topology", pa.string()), ("source", pa.string()), ("timestamp", pa.float64()),
+    ("a", pa.int64()), ("b", pa.int64()), ("value", pa.float64()), ("operator", pa.string()),
+    ("raw", pa.string()), ("reason", pa.string()), ("rows", pa.int64()),
+])
 
 
-def read_storm_log(spark: SparkSession, files: list[Path], options: Options) -> Records:
-    """Storm ``LoggingMetricsConsumer`` lines: ``ts  host:port  task:component  metric  value``.
+def storm_topology_rows(topology: str, files: list[tuple[str, str]], options: Options) -> pa.RecordBatch:
+    """Every Storm file of one topology -> :data:`STORM_ROWS` (plain Python and pyarrow, run in a
+    Spark task): :func:`streamsched.engines.storm.metrics_traffic.read_topology`, whose InputError
+    (an unreadable file, ambiguous cut names) becomes one ``error`` row."""
+    rows: dict[str, list] = {f.name: [] for f in STORM_ROWS}
 
-    Storm reports no per-pair traffic: ``__execute-count`` of receiving task x is keyed by
-    ``upstream_component:stream``. The tuples from upstream component U are split over U's tasks
-    in proportion to each task's total ``__transfer-count`` over the run (evenly when U reported
-    none): ``R(u, x) = count(x <- U) * T(u) / sum_{u' in U} T(u')``. This is exact for shuffle
-    grouping from balanced senders and an estimate otherwise (fields grouping would need the key
-    distribution). Built-in counts are already scaled by 1/sample-rate. Bytes are not reported
-    (0). Task load = busy fraction of a core, ``sum_U count_U * latency_U(ms) / 1000 / interval``.
-    """
-    lines = spark.read.text([str(f) for f in files]).withColumn("source", F.input_file_name())
-    parts = F.split(F.col("value"), "\t")
-    df = lines.select(
-        "source", F.col("value").alias("raw"), F.size(parts).alias("n_fields"),
-        F.trim(F.get(parts, 0)).alias("ts_text"), F.trim(F.get(parts, 1)).alias("worker"),
-        F.trim(F.get(parts, 2)).alias("task_component"), F.trim(F.get(parts, 3)).alias("metric"),
-        F.trim(F.get(parts, 4)).alias("metric_value"),
-    )
-    component = F.trim(F.expr("substring(task_component, instr(task_component, ':') + 1)"))
-    df = df.select(
-        "*", F.expr("try_cast(ts_text as double)").alias("timestamp"),
-        F.expr("try_cast(trim(substring_index(task_component, ':', 1)) as bigint)").alias("task"),
-        component.alias("component"),
-        F.col("metric_value").startswith("{").alias("is_map"),
-    )
-    df = df.withColumn("body", F.regexp_replace(F.col("metric_value"), r"^\{|\}$", ""))
-    df = df.withColumn("entries", F.expr(
-        "transform(CASE WHEN is_map AND trim(body) != '' THEN split(body, ',') ELSE array() END, "
-        "e -> named_struct('key', trim(substring_index(e, '=', 1)), "
-        "'value', try_cast(trim(substring_index(e, '=', -1)) as double), 'has_eq', instr(e, '=') > 0))"))
-    used = F.col("metric").isin(*_STORM_USED)
-    map_broken = F.exists("entries", lambda e: ~e["has_eq"])
-    map_wrong = F.exists("entries", lambda e: e["value"].isNull())
-    map_negative = F.exists("entries", lambda e: _bad_count(e["value"]))
-    reason = _first_reason(
-        ((F.col("n_fields") != 5) | (F.instr(F.col("task_component"), ":") == 0)
-         | (F.instr(F.col("worker"), ":") == 0), MALFORMED),
-        ((F.col("ts_text") == "") | (F.col("metric") == "") | (F.col("metric_value") == ""), MISSING),
-        (F.col("timestamp").isNull() | F.col("task").isNull(), WRONG_TYPE),
-        (used & ~F.col("is_map"), MALFORMED),
-        (used & map_broken, MALFORMED),
-        (used & map_wrong, WRONG_TYPE),
-        (used & map_negative, NEGATIVE),
-        (~_in_range(F.col("timestamp"), options), OUT_OF_RANGE),
-    )
-    df = df.withColumn("reason", reason)
-    # A second line for the same (timestamp, task, metric) is a duplicate.
-    order = Window.partitionBy("timestamp", "task", "metric").orderBy("source", "raw")
-    df = df.withColumn("reason", F.when(
-        F.col("reason").isNull() & (F.row_number().over(order) > 1), F.lit(DUPLICATE)).otherwise(F.col("reason")))
-    df = df.withColumn("topology", F.lit(options.topology)).cache()
-    records = df.select("source", F.lit("storm-line").alias("kind"), "raw", "reason")
-    good = df.filter(F.col("reason").isNull())
-    tasks = good.select("topology", "task", F.col("component").alias("operator")).dropDuplicates(["topology", "task"])
-    entries = good.filter(F.col("metric").isin(*_STORM_USED)).select(
-        "topology", "timestamp", "task", "component", "metric", F.explode("entries").alias("e"))
-    entries = entries.select(
-        "topology", "timestamp", "task", "component", "metric",
-        F.substring_index(F.col("e.key"), ":", 1).alias("upstream"), F.col("e.value").alias("value"))
-    # Sender shares: each task's transfer total within its component.
-    transfer = entries.filter(F.col("metric") == "__transfer-count").groupBy("topology", "task").agg(
-        F.sum("value").alias("sent"))
-    senders = tasks.join(transfer, ["topology", "task"], "left").fillna(0.0, ["sent"])
-    per_component = Window.partitionBy("topology", "operator")
-    senders = senders.select(
-        "topology", F.col("operator").alias("upstream"), F.col("task").alias("src_task"),
-        F.when(F.sum("sent").over(per_component) > 0, F.col("sent") / F.sum("sent").over(per_component))
-        .otherwise(1.0 / F.count("*").over(per_component)).alias("share"))
-    executed = entries.filter(F.col("metric") == "__execute-count")
-    traffic = executed.join(senders, ["topology", "upstream"]).select(
-        "timestamp", "topology", "src_task", F.col("task").alias("dst_task"),
-        (F.col("value") * F.col("share")).alias("tuples"), F.lit(0.0).alias("bytes"))
-    latency = entries.filter(F.col("metric") == "__execute-latency").select(
-        "topology", "timestamp", "task", "upstream", F.col("value").alias("latency_ms"))
-    busy = executed.join(latency, ["topology", "timestamp", "task", "upstream"], "left").fillna(0.0, ["latency_ms"])
-    load = busy.groupBy("timestamp", "topology", "task", "component").agg(
-        (F.sum(F.col("value") * F.col("latency_ms")) / 1000.0 / options.storm_interval_s).alias("load")
-    ).select("timestamp", "topology", "task", F.col("component").alias("operator"), "load")
-    return Records(records=records, traffic=traffic, load=load, tasks=tasks)
+    def add(**values) -> None:
+        for name, column in rows.items():
+            column.append(values.get(name))
+
+    try:
+        top, estimate, counts = read_topology(files, topology, options.time_range, options.storm_interval_s)
+    except InputError as exc:
+        add(part="error", topology=topology, source=files[0][0], raw=str(exc))
+        return pa.RecordBatch.from_pydict(rows, schema=STORM_ROWS)
+    for ts, src, dst, tuples in estimate.traffic:
+        add(part="traffic", topology=topology, timestamp=ts, a=src, b=dst, value=tuples)
+    for ts, task, component, load in estimate.load:
+        add(part="load", topology=topology, timestamp=ts, a=task, operator=component, value=load)
+    for task, component in sorted(estimate.tasks.items()):
+        add(part="task", topology=topology, a=task, operator=component)
+    for r in top.records:
+        if r.reason is not None:
+            add(part="rejected", topology=topology, source=r.source, raw=r.raw, reason=r.reason)
+    for path, c in counts.items():
+        for reason, n in (("read", c.read), ("accepted", c.accepted), ("system", c.system)):
+            add(part="count", topology=topology, source=path, reason=reason, rows=n)
+        if c.rejected:
+            line, reason, detail = c.rejected[0]
+            add(part="count", topology=topology, source=path, reason="rejected_lines", rows=len(c.rejected),
+                raw=json.dumps({"lines": line_ranges([k for k, _, _ in c.rejected]),
+                                "first": f"line {line}: {reason}: {detail}"}))
+    for note in estimate.notes:
+        add(part="count", topology=topology, source=files[0][0], reason="note", raw=f"{topology}: {note}")
+    return pa.RecordBatch.from_pydict(rows, schema=STORM_ROWS)
+
+
+def read_storm(spark: SparkSession, files: dict[str, list[Path]], options: Options) -> DataFrame:
+    """Storm metrics files (``storm-log``: ``LoggingMetricsConsumer``; ``storm-csv``: the CSV
+    metrics reporter) -> :data:`STORM_ROWS`, one Spark task per topology (files are grouped by
+    the topology their path or name gives, or ``options.topology``): a topology's counters are
+    differenced and its cut names resolved over all its files together. Storm rolls a metrics
+    file at 2 MB and keeps 9, so a topology is a few tens of MB at most. The rows are
+    checkpointed: the ingest reads them several times."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for fmt, paths in sorted(files.items()):
+        for path in paths:
+            groups.setdefault(topology_of(path, fmt, options.topology), []).append((str(path), fmt))
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for topology, paths, formats in zip(*(batch.column(c).to_pylist() for c in ("topology", "paths", "formats"))):
+                yield storm_topology_rows(topology, list(zip(paths, formats)), options)
+
+    work = [(topology, [p for p, _ in fs], [f for _, f in fs]) for topology, fs in sorted(groups.items())]
+    df = spark.sparkContext.parallelize(work, max(1, len(work))).toDF(
+        "topology string, paths array<string>, formats array<string>")
+    return df.mapInArrow(read, from_arrow_schema(STORM_ROWS)).localCheckpoint()
 
 
 # --------------------------------------------------------------------------- sendgraph
@@ -235,7 +241,7 @@ def read_sendgraph(spark: SparkSession, files: list[Path], options: Options) -> 
     docs = docs.withColumn("source", F.input_file_name()).cache()
     name_digits = F.regexp_extract(F.col("source"), r"(\d+)\.json$", 1)
     ts = F.coalesce(F.expr("try_cast(timestamp as double)"), F.when(name_digits != "", name_digits.cast("double")))
-    docs = docs.select("*", ts.alias("ts"), F.coalesce(F.col("topology"), F.lit(options.topology)).alias("topo"))
+    docs = docs.select("*", ts.alias("ts"), F.coalesce(F.col("topology"), F.lit(options.topology or "topology")).alias("topo"))
     broken = docs.filter(F.col("_corrupt_record").isNotNull() | F.col("links").isNull() | F.col("ts").isNull()).select(
         "source", F.lit("sendgraph").alias("kind"),
         F.coalesce(F.col("_corrupt_record"), F.to_json(F.struct("timestamp", "topology"))).alias("raw"),
