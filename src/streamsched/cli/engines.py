@@ -65,9 +65,11 @@ def storm_ui(
     timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for each UI answer"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
 ) -> None:
-    """Storm UI REST API: one graph task per executor (loads in cores, pair rates from the
-    per-input executed counts), the current executor placement and the hosts. Live reads keep
-    the responses in OUTDIR/storm-ui/ (give it to `export --format storm --storm-ui-dir`)."""
+    """Storm UI REST API: executors, their placement and hosts.
+
+    One graph task per executor (loads in cores, pair rates from the per-input executed
+    counts), the current executor placement and the hosts. Live reads keep the responses in
+    OUTDIR/storm-ui/ (give it to `export --format storm --storm-ui-dir`)."""
     from streamsched.engines.storm import ui_rest
 
     save_dir = out / "storm-ui" if url is not None else None
