@@ -413,8 +413,8 @@ def read(url: str | None = None, topology_id: str | None = None, directory: str 
     if (url is None) == (directory is None):
         raise InputError("give either --url URL --topology-id ID (a live Storm UI) or --dir DIR (saved responses)")
     if directory is not None:
-        if topology_id is not None or save_dir is not None:
-            raise InputError("--topology-id and --save go with --url, not --dir")
+        if topology_id is not None:
+            raise InputError("--topology-id goes with --url; with --dir the topology is the saved one")
         return read_dir(directory, window)
     if not topology_id:
         raise InputError("--url needs --topology-id (the id Storm gave the topology, e.g. wordcount-3-1714557000)")
