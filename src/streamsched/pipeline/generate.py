@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
                           "tuples_per_s": pair_rate.tolist()[:10_000]},
     }
     if fmt == "storm-log":
-        _storm_log(graph, out, intervals, pair_rate, placement, cluster, start, interval_s, topo, summary)
+        _storm_log(graph, out, intervals, pair_rate, placement, cluster, start, interval_s, topo, summary, dirty, rng)
         return _finish(out, summary)
     kinds = [k for k in DIRTY_KINDS if fmt != "parquet" or k not in TEXT_ONLY]
     intervals_per_chunk = max(1, rows_per_file // graph.n_edges)
@@ -184,35 +185,150 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+#: Storm's metrics consumer component id (Storm 2.x: ``__metrics_`` + class, StormCommon.java).
+STORM_CONSUMER = "__metrics_org.apache.storm.metric.LoggingMetricsConsumer"
+#: Dirty Storm lines, each made from a valid ``__execute-count`` line placed next to it.
+STORM_DIRTY = ("malformed", "wrong_type", "negative", "out_of_range", "duplicate", "missing")
+
+
+def _storm_line(ts: int, host: str, port: int, task: int, component: str, name: str, value: str,
+                start: float, logged: int | None = None) -> str:
+    """One line as Storm's LoggingMetricsConsumer logs it through log4j2/worker.xml's METRICS
+    appender (pattern ``%d %-8r %m%n``): log4j date and milliseconds since the worker started,
+    then ``String.format("%d\\t%15s:%-4d\\t%3d:%-11s\\t", ...)``, the name padded and cut to 23
+    characters, a tab, the value. ``logged``: when log4j wrote it (default ``ts``)."""
+    logged = ts if logged is None else logged
+    elapsed = int((logged - start) * 1000) + 1200 + task % 7
+    date = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(logged + 1)) + f",{elapsed % 1000:03d}"
+    return (f"{date} {elapsed:<8} {ts}\t{host:>15}:{port:<4}\t{task:>3}:{component:<11}\t"
+            f"{(name + ' ' * 23)[:23]}\t{value}")
+
+
+def _java_map(entries: dict[str, object]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in entries.items()) + "}"
+
+
 def _storm_log(graph: TaskGraph, out: Path, intervals: int, pair_rate: np.ndarray, placement: Placement | None,
-               cluster: Cluster | None, start: float, interval_s: float, topo: str, summary: dict) -> None:
-    """Storm ``LoggingMetricsConsumer`` lines (no dirty rows): per receiving task one
-    ``__execute-count`` keyed by upstream component, per sending task one ``__transfer-count``."""
+               cluster: Cluster | None, start: float, interval_s: float, topo: str, summary: dict,
+               dirty: float, rng: np.random.Generator) -> None:
+    """What a Storm <= 2.2 worker's ``LoggingMetricsConsumer`` writes: one
+    ``workers-artifacts/<topology id>/<port>/worker.log.metrics`` with the log4j prefix, the
+    map-valued built-in metrics of every task each ``interval_s`` (``__execute-count`` keyed by
+    upstream:stream, ``__transfer-count`` by stream, latencies, ...), Storm's own components
+    (``__acker``, the consumer, ``__system`` task -1 on every worker) and streams (``__ack_init``,
+    ``__ack_ack``, ``__metrics``, ``__tick``). Each pair carries ``round(rate * interval_s)``
+    tuples per interval (no noise); one stream per (component, downstream component). The
+    latencies make each bolt's busy fraction its graph load with ``--storm-interval interval_s``.
+    ``dirty`` adds that share of dirty lines (:data:`STORM_DIRTY`), each next to the valid line
+    it was made from. ``summary["expected_rate"]`` holds the rates ingest recovers: Storm reports
+    per (task, upstream component, stream) only, so the estimate splits a receiver's count over
+    the senders by what each transferred (exact for shuffle-like traffic)."""
     hosts = [n.name for n in cluster.nodes] if cluster is not None else [f"node-{k}" for k in range(4)]
     node_of = placement.node_of if placement is not None else np.arange(graph.n_tasks) % len(hosts)
     worker_of = placement.worker_of if placement is not None else np.zeros(graph.n_tasks, int)
     ops = graph.operator_names
-    lines = []
+    ids = [int(t) for t in graph.task_ids]
+    comp = [ops[graph.task_operator[t]] for t in range(graph.n_tasks)]
+    workers = sorted({(int(node_of[t]), max(int(worker_of[t]), 0)) for t in range(graph.n_tasks)})
+    slot = {w: (hosts[w[0]], 6700 + w[1]) for w in workers}
+    where = [slot[(int(node_of[t]), max(int(worker_of[t]), 0))] for t in range(graph.n_tasks)]
+    topology_id = f"{topo}-1-{int(start)}"
+    # One stream per (component, downstream component): "default" for the first downstream.
+    downstream: dict[str, list[str]] = {}
+    for e in range(graph.n_edges):
+        downstream.setdefault(comp[graph.src[e]], [])
+        if comp[graph.dst[e]] not in downstream[comp[graph.src[e]]]:
+            downstream[comp[graph.src[e]]].append(comp[graph.dst[e]])
+    stream_of = {(u, d): ("default" if k == 0 else f"to_{d}") for u, ds in downstream.items()
+                 for k, d in enumerate(sorted(ds))}
+    tuples = np.round(pair_rate * interval_s)
+    executed: dict[int, dict[str, float]] = {}      # task -> {upstream:stream: n}
+    sent: dict[int, dict[str, float]] = {}          # task -> {stream: n}
+    for e in range(graph.n_edges):
+        s, d = int(graph.src[e]), int(graph.dst[e])
+        stream = stream_of[(comp[s], comp[d])]
+        key = f"{comp[s]}:{stream}"
+        executed.setdefault(d, {})[key] = executed.get(d, {}).get(key, 0.0) + tuples[e]
+        sent.setdefault(s, {})[stream] = sent.get(s, {}).get(stream, 0.0) + tuples[e]
+    # The rates the Storm estimate recovers (metrics_traffic: count(x <- U:s) * T(u, s) / sum T).
+    expected: dict[tuple[int, int], float] = {}
+    for x, keys in executed.items():
+        for key, n in keys.items():
+            upstream, stream = key.split(":")
+            senders = [u for u in range(graph.n_tasks) if comp[u] == upstream]
+            total = sum(sent.get(u, {}).get(stream, 0.0) for u in senders)
+            for u in senders:
+                share = sent.get(u, {}).get(stream, 0.0)
+                if n > 0 and share > 0:
+                    expected[(ids[u], ids[x])] = expected.get((ids[u], ids[x]), 0.0) + n * share / total / interval_s
+    acker, consumer = max(ids) + 1, max(ids) + 2
+    first_host, first_port = slot[workers[0]]
+    lines: list[str] = []
+    app_lines: dict[int, tuple] = {}   # valid application __execute-count lines: index -> fields
+    system = 0
     for i in range(intervals):
         ts = int(start + i * interval_s)
-        received: dict[int, dict[str, float]] = {}
-        sent = np.zeros(graph.n_tasks)
-        for e in range(graph.n_edges):
-            s, d = int(graph.src[e]), int(graph.dst[e])
-            key = f"{ops[graph.task_operator[s]]}:default"
-            received.setdefault(d, {})[key] = received.get(d, {}).get(key, 0.0) + pair_rate[e] * interval_s
-            sent[s] += pair_rate[e] * interval_s
-        for t in range(graph.n_tasks):
-            host = f"{hosts[node_of[t]]:<15}:{6700 + max(int(worker_of[t]), 0):<4}"
-            who = f"{int(graph.task_ids[t]):>3}:{ops[graph.task_operator[t]]:<11}"
-            if sent[t] > 0:
-                lines.append(f"{ts}\t{host}\t{who}\t{'__transfer-count':<23}\t{{default={sent[t]:g}}}")
-            if t in received:
-                counts = ", ".join(f"{k}={v:g}" for k, v in received[t].items())
-                latency = ", ".join(f"{k}=1" for k in received[t])
-                lines.append(f"{ts}\t{host}\t{who}\t{'__execute-count':<23}\t{{{counts}}}")
-                lines.append(f"{ts}\t{host}\t{who}\t{'__execute-latency':<23}\t{{{latency}}}")
-    path = out / "worker-6700-metrics.log"
+
+        def emit(t: int, host: str, port: int, component: str, name: str, value: str, is_system: bool) -> None:
+            nonlocal system
+            if is_system:
+                system += 1
+            elif name == "__execute-count":
+                app_lines[len(lines)] = (ts, host, port, t, component, name, value)
+            lines.append(_storm_line(ts, host, port, t, component, name, value, start))
+
+        for host, port in (slot[w] for w in workers):
+            emit(-1, host, port, "__system", "uptimeSecs", str(int(i * interval_s) + 5), True)
+            emit(-1, host, port, "__system", "memory/heap", _java_map(
+                {"unusedBytes": 80000000, "usedBytes": 177425408 + i, "maxBytes": 954728448}), True)
+        spouts = sorted({comp[t] for t in sent if t not in executed})
+        init = int(sum(v for t, keys in sent.items() if t not in executed for v in keys.values()))
+        acks = {f"{c}:__ack_init": init for c in spouts}
+        for t, keys in executed.items():
+            acks[f"{comp[t]}:__ack_ack"] = acks.get(f"{comp[t]}:__ack_ack", 0) + int(sum(keys.values()))
+        emit(acker, first_host, first_port, "__acker", "__execute-count", _java_map(acks), True)
+        emit(acker, first_host, first_port, "__acker", "__transfer-count", _java_map({"__ack_ack": int(init)}), True)
+        emit(consumer, first_host, first_port, STORM_CONSUMER, "__execute-count",
+             _java_map({f"{c}:__metrics": 1 for c in sorted(set(comp))}), True)
+        for t in sorted(range(graph.n_tasks), key=lambda t: (where[t], ids[t])):
+            host, port = where[t]
+            ack_stream = "__ack_ack" if t in executed else "__ack_init"
+            streams = {k: int(v) for k, v in sent.get(t, {}).items()}
+            received = sum(executed.get(t, {}).values())
+            streams[ack_stream] = int(received if t in executed else sum(streams.values()))
+            streams["__metrics"] = 1
+            only_system = all(k.startswith("__") for k in streams)
+            emit(ids[t], host, port, comp[t], "__emit-count", _java_map(streams), only_system)
+            emit(ids[t], host, port, comp[t], "__transfer-count", _java_map(streams), only_system)
+            emit(ids[t], host, port, comp[t], "__fail-count", "{}", False)
+            if t in executed:
+                keys = {k: int(v) for k, v in executed[t].items()}
+                ms = float(graph.load[t]) * 1000.0 * interval_s / received if received > 0 else 0.0
+                emit(ids[t], host, port, comp[t], "__execute-count", _java_map(keys | {"__system:__tick": 1}), False)
+                emit(ids[t], host, port, comp[t], "__execute-latency",
+                     _java_map({k: ms for k in keys} | {"__system:__tick": 0.0}), False)
+                emit(ids[t], host, port, comp[t], "__ack-count", _java_map(keys), False)
+    n_dirty = int(round(len(app_lines) * dirty))
+    summary["dirty"] = {}
+    inserts: list[tuple[int, str]] = []
+    for k, at in enumerate(sorted(rng.choice(sorted(app_lines), size=min(n_dirty, len(app_lines)),
+                                             replace=False).tolist())):
+        kind = STORM_DIRTY[k % len(STORM_DIRTY)]
+        ts, host, port, t, component, name, value = app_lines[at]
+        bad = {"malformed": lines[at][:-1],                       # cut before the map's closing brace
+               "wrong_type": _storm_line(ts, host, port, t, component, name, value.replace("=", "=x", 1), start),
+               "negative": _storm_line(ts, host, port, t, component, name, value.replace("=", "=-", 1), start),
+               "out_of_range": _storm_line(1000, host, port, t, component, name, value, start, logged=ts),
+               "duplicate": lines[at],
+               "missing": _storm_line(ts, host, port, t, component, name, "", start)}[kind]
+        inserts.append((at, bad))
+        summary["dirty"][kind] = summary["dirty"].get(kind, 0) + 1
+    for at, bad in sorted(inserts, reverse=True):
+        lines.insert(at, bad)
+    path = out / "workers-artifacts" / topology_id / str(first_port) / "worker.log.metrics"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
-    summary["traffic_rows"] = len(lines)
+    summary.update(topology=topology_id, traffic_rows=len(lines), system_rows=system, storm_interval_s=interval_s,
+                   expected_rate={"src": [k[0] for k in expected], "dst": [k[1] for k in expected],
+                                  "tuples_per_s": list(expected.values())})
     summary["files"].append(str(path))
