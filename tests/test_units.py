@@ -13,7 +13,7 @@ import pytest
 
 from streamsched import metrics, workloads
 from streamsched.cli import main
-from streamsched.comparison import compare
+from streamsched.comparison import compare, resolve_names
 from streamsched.engines.heron import heron_packing_plan
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
@@ -189,6 +189,15 @@ def test_same_units_schedule_evaluate_and_stack():
     # The measured graph on a built-in cluster counted in cores.
     het = workloads.cluster("heterogeneous-10").in_cores()
     assert get_scheduler("even").schedule(graph, het).violations(graph, het) == []
+
+
+def test_every_cluster_scheduler_places_a_measured_graph_in_cores():
+    graph, cluster = measured(), cores_cluster()
+    rows = compare(graph, cluster, resolve_names("all", cluster), params={"time_limit": 2}, seed=1)
+    assert {r["scheduler"] for r in rows} >= {"even", "metis", "i-scheduler", "r-storm", "optimal", "isolation"}
+    for row in rows:
+        assert row["status"] in ("ok", "skipped", "optimal", "feasible"), row
+        assert row.get("valid", True), row
 
 
 def test_cli_mixed_units_exit_2_not_infeasible(tmp_path, capsys):
