@@ -88,6 +88,36 @@ def storm_ui(
         console.print_json(data=report)
 
 
+@read_app.command("flink")
+def flink_rest(
+    url: Optional[str] = typer.Option(None, "--url", help="JobManager REST URL, e.g. http://jobmanager:8081"),
+    job_id: Optional[str] = typer.Option(None, "--job-id", help="with --url: the job's id (default: the only running job)"),
+    directory: Optional[Path] = typer.Option(None, "--dir", help="saved REST responses instead of a live JobManager"),
+    out: Path = OutOpt,
+    window: float = typer.Option(10.0, "--window", help="live: seconds between two snapshots (0: one, Flink's 60 s meters)"),
+    node_by: str = typer.Option("taskmanager", "--node-by", help="one node per taskmanager or per host"),
+    timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for each REST answer"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+) -> None:
+    """Flink REST API: one graph task per subtask (loads in busy cores, pair rates per ship
+    strategy), the current placement on TaskManagers and the TaskManagers. Live reads keep the
+    responses in OUTDIR/flink-rest/ (read them again with --dir)."""
+    from streamsched.engines import flink
+
+    save_dir = out / "flink-rest" if url is not None else None
+    reading = flink.read(url=url, job_id=job_id, directory=directory, window_s=window, timeout=timeout,
+                         node_by=node_by, save_dir=save_dir)
+    keys = ("job_id", "job_name", "flink_version", "rates_from", "window_s", "node_by", "measured_per_s", "edges")
+    report = write_reading(out, reading.graph, reading.placement, reading.cluster, {
+        "engine": "flink", **{k: reading.report[k] for k in keys},
+        "flink_rest_dir": str(save_dir if save_dir is not None else directory),
+    }, reading.warnings)
+    if as_json:
+        print(json.dumps(report, indent=1))
+    else:
+        console.print_json(data=report)
+
+
 def storm_export_options(storm_ui_dir: Optional[Path], topology_id: Optional[str],
                          supervisors: Optional[list[str]], ackers: Optional[int],
                          executors: Optional[list[str]]) -> dict[str, Any]:
