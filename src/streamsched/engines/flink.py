@@ -703,6 +703,10 @@ def load_capture(directory: str | Path) -> Capture:
 
 
 # ---------------------------------------------------------------------------- live
+class HTTPStatusError(InputError):
+    """The JobManager answered with an HTTP error status (it is reachable)."""
+
+
 class FlinkRest:
     """A JobManager's REST API (``http://host:8081``): JSON over ``urllib`` with a timeout;
     an unreachable server or an HTTP error is one ``InputError``."""
@@ -729,7 +733,7 @@ class FlinkRest:
                 detail = f": {str(errors[0]).splitlines()[0][:200]}" if errors else ""
             except (ValueError, AttributeError, OSError, IndexError):
                 pass
-            raise InputError(f"{url}: HTTP {exc.code} {exc.reason}{detail}") from None
+            raise HTTPStatusError(f"{url}: HTTP {exc.code} {exc.reason}{detail}") from None
         except urllib.error.URLError as exc:
             raise InputError(f"{url}: Flink JobManager unreachable ({exc.reason})") from None
         except (socket.timeout, TimeoutError):
@@ -756,7 +760,7 @@ def fetch_interval(rest: FlinkRest) -> float:
     """``metrics.fetcher.update-interval`` of the JobManager, seconds (default 10)."""
     try:
         config = rest.get("/jobmanager/config")
-    except InputError:
+    except HTTPStatusError:
         return DEFAULT_FETCH_INTERVAL_S
     for item in config if isinstance(config, list) else []:
         if isinstance(item, dict) and item.get("key") == "metrics.fetcher.update-interval":
@@ -816,7 +820,7 @@ def _read_job(rest: FlinkRest, job_id: str, job: Any) -> dict[str, Any]:
     documents: dict[str, Any] = {key: job}
     try:
         documents["overview"] = rest.get("/overview")
-    except InputError:
+    except HTTPStatusError:
         pass
     documents[f"{key}/plan"] = rest.get(f"/{quote(key, safe='/')}/plan")
     documents["taskmanagers"] = rest.get("/taskmanagers")
