@@ -206,7 +206,8 @@ def read_storm(spark: SparkSession, files: dict[str, list[Path]], options: Optio
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for topology, paths, formats in zip(*(batch.column(c).to_pylist() for c in ("topology", "paths", "formats"))):
+            columns = (batch.column(c).to_pylist() for c in ("topology", "paths", "formats"))
+            for topology, paths, formats in zip(*columns):
                 yield storm_topology_rows(topology, list(zip(paths, formats)), options)
 
     work = [(topology, [p for p, _ in fs], [f for _, f in fs]) for topology, fs in sorted(groups.items())]
@@ -241,7 +242,8 @@ def read_sendgraph(spark: SparkSession, files: list[Path], options: Options) -> 
     docs = docs.withColumn("source", F.input_file_name()).cache()
     name_digits = F.regexp_extract(F.col("source"), r"(\d+)\.json$", 1)
     ts = F.coalesce(F.expr("try_cast(timestamp as double)"), F.when(name_digits != "", name_digits.cast("double")))
-    docs = docs.select("*", ts.alias("ts"), F.coalesce(F.col("topology"), F.lit(options.topology or "topology")).alias("topo"))
+    topology = F.lit(options.topology or "topology")
+    docs = docs.select("*", ts.alias("ts"), F.coalesce(F.col("topology"), topology).alias("topo"))
     broken = docs.filter(F.col("_corrupt_record").isNotNull() | F.col("links").isNull() | F.col("ts").isNull()).select(
         "source", F.lit("sendgraph").alias("kind"),
         F.coalesce(F.col("_corrupt_record"), F.to_json(F.struct("timestamp", "topology"))).alias("raw"),

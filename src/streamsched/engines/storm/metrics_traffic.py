@@ -283,9 +283,11 @@ class Topology:
             by_name: dict[tuple[str, tuple[str, ...]], list[Record]] = defaultdict(list)
             for r, found in ambiguous:
                 by_name[(r.name, tuple(found))].append(r)
-            said = [f"{name!r} (task{'s' if len({r.task for r in rs}) > 1 else ''} "
-                    f"{', '.join(str(t) for t in sorted({r.task for r in rs}))}, from line {rs[0].line}) may name component "
-                    + " or ".join(repr(c) for c in found) for (name, found), rs in by_name.items()]
+            said = []
+            for (name, found), rs in by_name.items():
+                tasks = sorted({r.task for r in rs})
+                said.append(f"{name!r} (task{'s' if len(tasks) > 1 else ''} {', '.join(map(str, tasks))}, "
+                            f"from line {rs[0].line}) may name component " + " or ".join(repr(c) for c in found))
             raise InputError(f"{ambiguous[0][0].where()}: cut metric names are ambiguous: {'; '.join(said)}. "
                              f"{REPORTER_HINT}")
 
