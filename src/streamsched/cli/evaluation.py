@@ -30,6 +30,7 @@ def reproduce(
     seed: int = typer.Option(0, "--seed"),
     engine: str = typer.Option("local", "--engine", help="local (processes) or spark (one Spark task per cell)"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="local worker processes"),
+    master: str = typer.Option("local[2]", "--master", help="--engine spark: Spark master (local[N], spark://host:7077, ...)"),
 ) -> None:
     """Recompute one of the papers' experiments; writes comparison.md/.csv (paper beside ours),
     results.csv/.json and figures/*.png into --out (see docs/reproduction.md)."""
@@ -42,6 +43,11 @@ def reproduce(
     chosen = None if schedulers is None else [s.strip() for s in schedulers.split(",") if s.strip()]
     if chosen is not None and not chosen:
         raise InputError("--schedulers: empty list")
+    if engine == "spark":  # the sweep runs on the session started here
+        from streamsched.pipeline.session import spark_session
+
+        with err_console.status(f"starting Spark ({master})"):
+            spark_session(master)
     with err_console.status(f"reproducing {name}") as status:
         result = run_reproduction(name, out, chosen, quick=quick, seed=seed, engine=engine, jobs=jobs,
                                   progress=lambda i, n: status.update(f"{name}: cell {i} of {n}"))

@@ -83,6 +83,7 @@ def ingest(
 ) -> None:
     """Batch ingest: validate (quarantine, nothing lost), aggregate rates, write snapshots."""
     from streamsched.pipeline import ingest as pipeline_ingest
+    from streamsched.pipeline.session import resolve_path
     from streamsched.pipeline.sources import Options
 
     window_spec = pipeline_ingest.Window(seconds=window, half_life_s=half_life, end=until)
@@ -90,7 +91,9 @@ def ingest(
     for p in paths:
         if not p.exists():
             raise InputError(f"{p}: no such file or directory")
-    report = pipeline_ingest.ingest(_spark(master), paths, store, window_spec, options, fmt)
+    spark = _spark(master)
+    paths, store = [resolve_path(p, master) for p in paths], resolve_path(store, master)
+    report = pipeline_ingest.ingest(spark, paths, store, window_spec, options, fmt)
     if as_json:
         print(json.dumps(report, indent=1))
         return
@@ -123,6 +126,7 @@ def watch(
 ) -> None:
     """Structured Streaming: a snapshot per window; re-plan (the scheduler's ``replan``), emit
     an assignment when a task moves."""
+    from streamsched.pipeline.session import resolve_path
     from streamsched.pipeline.watch import Watch
     from streamsched.schedulers import get_scheduler
     from streamsched.schedulers.replanning import Replanner
@@ -142,8 +146,9 @@ def watch(
     planner_scheduler.replan_settings(options)  # a bad value fails now, naming the option
     cluster_file = Path(cluster) if Path(cluster).exists() else None
     planner = Replanner(planner_scheduler, load_cluster(cluster), options, seed, out or store / "assignments")
-    runner = Watch(_spark(master), directory, store, planner, window_s=window, lateness_s=lateness,
-                   cluster_file=cluster_file)
+    spark = _spark(master)
+    runner = Watch(spark, resolve_path(directory, master), resolve_path(store, master), planner, window_s=window,
+                   lateness_s=lateness, cluster_file=cluster_file)
     _print(runner.run(available_now=once, poll_s=poll, timeout_s=timeout), False)
 
 

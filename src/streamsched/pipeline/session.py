@@ -1,13 +1,35 @@
-"""The Spark session the pipeline runs on: local by default, any master Spark accepts."""
+"""The Spark session the pipeline runs on: local by default, any master Spark accepts.
+
+On a cluster master (``spark://``, ``yarn``, ``k8s://``) the job ships streamsched itself: a zip
+of the installed package, built once per content and cached, goes to the executors with
+``addPyFile``; the executors' Python then needs only :data:`EXECUTOR_MODULES`, which the first
+job checks (one line naming what is missing on which host). Paths are made absolute on the
+driver (:func:`resolve_path`): an executor's working directory is not the user's.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
+import socket
 import sys
+import tempfile
+import zipfile
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 from pyspark.sql import SparkSession
+
+import streamsched
+from streamsched.errors import InputError
+
+log = logging.getLogger(__name__)
+
+#: What the executors' Python must provide besides pyspark (shipped by Spark) and streamsched
+#: (shipped by :func:`ship_package`): the modules the pipeline's tasks import.
+EXECUTOR_MODULES = ("numpy", "pyarrow", "scipy", "yaml")
 
 
 def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
@@ -28,11 +50,74 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
         .config("spark.driver.memory", memory)
         .config("spark.ui.showConsoleProgress", "false")
     )
-    if master.startswith("local"):
+    if is_local(master):
         builder = builder.config("spark.sql.shuffle.partitions", "4")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if not is_local(master):
+        ship_package(session)
+        check_executors(session)
     return session
+
+
+def is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def resolve_path(path: str | Path, master: str) -> Path:
+    """``path`` made absolute on the driver (an executor's working directory is not the user's),
+    with a warning on a cluster master: every executor must see the file at that path (a
+    shared file system)."""
+    resolved = Path(path).resolve()
+    if not is_local(master):
+        log.warning("%s is a local path: every executor of %s must see it at the same place", resolved, master)
+    return resolved
+
+
+def package_zip() -> Path:
+    """A zip of the streamsched package as installed, cached under its content hash."""
+    root = Path(streamsched.__file__).parent
+    files = sorted(f for f in root.rglob("*") if f.is_file() and "__pycache__" not in f.parts)
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "streamsched"
+    target = cache / f"streamsched-{streamsched.__version__}-{digest.hexdigest()[:16]}.zip"
+    if not target.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache, suffix=".zip.tmp", delete=False) as tmp:
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+                for f in files:
+                    archive.write(f, Path("streamsched") / f.relative_to(root))
+        os.replace(tmp.name, target)  # atomic: a concurrent builder writes the same bytes
+    return target
+
+
+def ship_package(spark: SparkSession) -> Path:
+    """Add :func:`package_zip` to the session's jobs (executors import streamsched from it)."""
+    archive = package_zip()
+    spark.sparkContext.addPyFile(str(archive))
+    return archive
+
+
+def _missing_modules(_: Iterator) -> Iterator[tuple[str, str, list[str]]]:
+    import importlib.util
+
+    missing = [m for m in EXECUTOR_MODULES if importlib.util.find_spec(m) is None]
+    yield socket.gethostname(), sys.executable, missing
+
+
+def check_executors(spark: SparkSession) -> None:
+    """One small job over the cluster: ``InputError`` naming each host whose executor Python
+    lacks one of :data:`EXECUTOR_MODULES`."""
+    sc = spark.sparkContext
+    slots = max(sc.defaultParallelism, 1)
+    found = sc.parallelize(range(slots), slots).mapPartitions(_missing_modules).collect()
+    lacking = sorted({(host, python, ", ".join(missing)) for host, python, missing in found if missing})
+    if lacking:
+        where = "; ".join(f"{host} ({python}) lacks {names}" for host, python, names in lacking)
+        raise InputError(f"executors cannot run the pipeline: {where} (install them in the executors' Python, "
+                         f"or name one that has them with spark.pyspark.python)")
 
 
 @contextmanager
@@ -43,7 +128,7 @@ def python_workers(spark: SparkSession) -> Iterator[None]:
     sc = spark.sparkContext
     configured = sc.getConf().get("spark.pyspark.python", None) or os.environ.get("PYSPARK_PYTHON")
     previous = sc.pythonExec
-    if sc.master.startswith("local") and not configured:
+    if is_local(sc.master) and not configured:
         sc.pythonExec = sys.executable
     try:
         yield
