@@ -229,3 +229,21 @@ def test_cli_mixed_units_exit_2_not_infeasible(tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and BOTH_UNITS in err, argv
+
+
+def test_the_unit_of_an_ingest_follows_its_sources():
+    """Storm metrics measure busy cores; native rows are in tasks unless ``--load-unit`` says
+    otherwise; both at once need it said (issue 13: 22.4 "cores" from native CSV against the
+    papers' task capacities was a silent infeasible)."""
+    from streamsched.pipeline.ingest import _load_unit
+
+    storm, native = {"storm-log": []}, {"native-load": [], "native-traffic": []}
+    assert _load_unit(storm, None, 1.0) == ("cores", None)  # spouts: the median measured load
+    assert _load_unit(native, None, 1.0) == ("tasks", 1.0)
+    assert _load_unit(native, "cores", 1.0) == ("cores", 1.0)
+    with pytest.raises(InputError, match="--load-unit tasks: Storm metrics measure busy cores"):
+        _load_unit(storm, "tasks", 1.0)
+    with pytest.raises(InputError, match="Storm metrics \\(loads in cores\\) and other sources in one ingest"):
+        _load_unit({**storm, **native}, None, 1.0)
+    with pytest.raises(InputError, match="--load-unit: 'watts' is not one of tasks, cores"):
+        _load_unit(native, "watts", 1.0)

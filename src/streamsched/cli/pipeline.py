@@ -78,6 +78,8 @@ def ingest(
         None, "--topology", help="topology of the rows (default: Storm files' own id, else 'topology')"),
     storm_interval: float = typer.Option(60.0, "--storm-interval", help="Storm metrics bucket, s"),
     rate_interval: float = typer.Option(60.0, "--rate-interval", help="period of an Aniello rate, s"),
+    load_unit: Optional[str] = typer.Option(
+        None, "--load-unit", help="unit of the loads: tasks or cores (default: cores for Storm metrics, else tasks)"),
     master: str = MasterOpt,
     as_json: bool = typer.Option(False, "--json", help="print the run report as JSON"),
 ) -> None:
@@ -87,7 +89,8 @@ def ingest(
     from streamsched.pipeline.sources import Options
 
     window_spec = pipeline_ingest.Window(seconds=window, half_life_s=half_life, end=until)
-    options = Options(topology=topology, storm_interval_s=storm_interval, rate_interval_s=rate_interval)
+    options = Options(topology=topology, storm_interval_s=storm_interval, rate_interval_s=rate_interval,
+                      load_unit=load_unit)
     for p in paths:
         if not p.exists():
             raise InputError(f"{p}: no such file or directory")

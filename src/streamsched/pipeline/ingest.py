@@ -36,6 +36,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from streamsched.errors import InputError
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.units import CORES, TASKS, check_unit
 from streamsched.pipeline import schema as S
 from streamsched.pipeline import sources
 from streamsched.pipeline.blocks import BLOCK as ARROW_BLOCK, floats, pack_frame, read_blocks
@@ -193,12 +194,15 @@ def window_rates(summaries: pa.Table, window: Window) -> tuple[dict[str, float],
     return ends, rates, loads
 
 
-def build_graphs(rates: list, loads: list, tasks: list, default_load: float) -> dict[str, tuple[TaskGraph, int]]:
-    """Collected rows -> one TaskGraph per topology (and how many tasks got ``default_load``).
+def build_graphs(rates: list, loads: list, tasks: list, default_load: float | None,
+                 load_unit: str = TASKS) -> dict[str, tuple[TaskGraph, int]]:
+    """Collected rows -> one TaskGraph per topology (and how many tasks got the default load).
 
     Tasks are every declared task plus every task named by a rate or a load sample; a task's
     operator is the one declared (``task`` when none is); a task without load samples in the
-    window gets ``default_load`` (the core readers' convention for graphs without loads)."""
+    window gets ``default_load`` (the core readers' convention for graphs without loads), or
+    with ``None`` the median of the topology's measured loads (Storm's spouts report no busy
+    time; 1 when nothing was measured). Loads are in ``load_unit``."""
     topologies = sorted({r["topology"] for r in rates} | {r["topology"] for r in loads} | {r["topology"] for r in tasks})
     out = {}
     for topo in topologies:
@@ -214,16 +218,33 @@ def build_graphs(rates: list, loads: list, tasks: list, default_load: float) -> 
         names = sorted({operator_of.get(t, "task") for t in ids})
         op_index = {name: k for k, name in enumerate(names)}
         defaulted = sum(1 for t in ids if t not in load_of)
+        fallback = default_load if default_load is not None else (
+            float(np.median(list(load_of.values()))) if load_of else 1.0)
         graph = TaskGraph.build(
             name=topo, operator_names=names,
             task_operator=[op_index[operator_of.get(t, "task")] for t in ids],
-            load=[load_of.get(t, default_load) for t in ids],
+            load=[load_of.get(t, fallback) for t in ids], load_unit=load_unit,
             src=np.array([index[int(r["src_task"])] for r in edges], dtype=np.int64),
             dst=np.array([index[int(r["dst_task"])] for r in edges], dtype=np.int64),
             rate=[float(r["rate"]) for r in edges], bytes_rate=[float(r["bytes_rate"]) for r in edges],
             task_ids=ids, where=f"topology {topo!r}")
         out[topo] = (graph, defaulted)
     return out
+
+
+def _load_unit(groups: dict[str, list[Path]], asked: str | None, default_load: float | None) -> tuple[str, float | None]:
+    """(unit, default load) of an ingest: Storm's busy times are cores, the other sources'
+    loads whatever ``asked`` says (tasks by default); both at once need ``asked``."""
+    storm = any(name in sources.STORM_FORMATS for name in groups)
+    if asked is not None:
+        check_unit(asked, "--load-unit")
+        if storm and asked != CORES:
+            raise InputError(f"--load-unit {asked}: Storm metrics measure busy cores (use --load-unit cores)")
+        return asked, None if storm else default_load
+    if storm and any(name not in sources.STORM_FORMATS for name in groups):
+        raise InputError("Storm metrics (loads in cores) and other sources in one ingest: say the other sources' "
+                         "unit with --load-unit cores, or ingest them apart")
+    return (CORES, None) if storm else (TASKS, default_load)
 
 
 def _check_storm_files(counts: pa.Table) -> None:
@@ -247,8 +268,12 @@ def _check_storm_files(counts: pa.Table) -> None:
 # --------------------------------------------------------------------------- the run
 def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window = Window(),
            options: sources.Options | None = None, fmt: str | None = None,
-           default_load: float = 1.0) -> dict[str, Any]:
-    """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report."""
+           default_load: float | None = 1.0) -> dict[str, Any]:
+    """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report.
+
+    The snapshots' loads are in ``options.load_unit``; by default Storm metrics give busy
+    cores (tasks without a load sample, the spouts, get the median measured load) and the other
+    sources ``tasks`` (tasks without a sample get ``default_load``)."""
     with python_workers(spark):
         return _ingest(spark, paths, store, window, options, fmt, default_load)
 
@@ -305,6 +330,7 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
     started = time.perf_counter()
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     groups = sources.group_files(paths, fmt)
+    load_unit, default_load = _load_unit(groups, options.load_unit, default_load)
     for name in ("native-traffic", "native-load"):
         for f in groups.get(name, []):
             check_header(f, name.split("-")[1])
@@ -370,7 +396,7 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
     task_rows = [{"topology": t, "task": k, "operator": o} for t, k, o in sorted(set(declared_rows), key=str)]
     snapshots = []
     source_files = sorted(str(f) for files in groups.values() for f in files)
-    for topo, (graph, defaulted) in build_graphs(rates, loads, task_rows, default_load).items():
+    for topo, (graph, defaulted) in build_graphs(rates, loads, task_rows, default_load, load_unit).items():
         manifest = {
             "schema_version": S.SCHEMA_VERSION,
             "window": window.describe(ends.get(topo, window.end or 0.0)),

@@ -53,6 +53,7 @@ class Options:
                                         # from their path or name, sendgraph rows get "topology")
     storm_interval_s: float = 60.0      # topology.builtin.metrics.bucket.size.secs
     rate_interval_s: float = 60.0       # the period an Aniello rate (tuples/s) covers
+    load_unit: str | None = None        # unit of the loads (None: cores for Storm metrics, else tasks)
 
 
 @dataclass
