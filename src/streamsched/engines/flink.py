@@ -47,10 +47,7 @@ from __future__ import annotations
 import json
 import math
 import re
-import socket
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -58,6 +55,7 @@ from urllib.parse import quote, urlsplit
 
 import numpy as np
 
+from streamsched.engines.rest_client import HTTPStatusError, get_json
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import NO_WORKER, Placement
@@ -703,10 +701,6 @@ def load_capture(directory: str | Path) -> Capture:
 
 
 # ---------------------------------------------------------------------------- live
-class HTTPStatusError(InputError):
-    """The JobManager answered with an HTTP error status (it is reachable)."""
-
-
 class FlinkRest:
     """A JobManager's REST API (``http://host:8081``): JSON over ``urllib`` with a timeout;
     an unreachable server or an HTTP error is one ``InputError``."""
@@ -721,29 +715,13 @@ class FlinkRest:
         self.timeout = timeout
 
     def get(self, path: str) -> Any:
-        url = f"{self.url}/{path.lstrip('/')}"
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = ""
-            try:
-                errors = json.loads(exc.read() or b"{}").get("errors") or []
-                detail = f": {str(errors[0]).splitlines()[0][:200]}" if errors else ""
-            except (ValueError, AttributeError, OSError, IndexError):
-                pass
-            raise HTTPStatusError(f"{url}: HTTP {exc.code} {exc.reason}{detail}") from None
-        except urllib.error.URLError as exc:
-            raise InputError(f"{url}: Flink JobManager unreachable ({exc.reason})") from None
-        except (socket.timeout, TimeoutError):
-            raise InputError(f"{url}: Flink JobManager unreachable (no answer within {self.timeout:g} s)") from None
-        except (ValueError, OSError) as exc:
-            raise InputError(f"{url}: Flink JobManager unreachable ({exc})") from None
-        try:
-            return json.loads(body)
-        except ValueError:
-            raise InputError(f"{url}: the answer is not JSON") from None
+        return get_json(f"{self.url}/{path.lstrip('/')}", self.timeout, "Flink JobManager", _flink_error)
+
+
+def _flink_error(body: Any) -> str:
+    """The first line of the first of Flink's ``{"errors": [...]}``."""
+    errors = body.get("errors") or []
+    return str(errors[0]).splitlines()[0][:200] if errors else ""
 
 
 def running_job(rest: FlinkRest) -> str:

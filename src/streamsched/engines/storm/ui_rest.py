@@ -26,9 +26,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import socket
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -36,6 +33,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from streamsched.engines.rest_client import HTTPStatusError, get_json
 from streamsched.engines.storm.plan import (
     STORM_DEFAULT_SLOTS, StormExecutor, StormLayout, is_system, java_order, nimbus_task_ids, worker_ports,
 )
@@ -363,7 +361,7 @@ def fetch(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: flo
     topo = parse_topology(documents[TOPOLOGY_FILE], f"{topo_url}?{query}&sys=1")
     try:
         documents[SUPERVISORS_FILE] = _get_json(f"{base}/api/v1/supervisor/summary", timeout)
-    except _HTTPStatus:
+    except HTTPStatusError:
         pass  # optional: slots and CPU then take their defaults
     for component in topo["components"]:
         sys_flag = 1 if is_system(component.name) else 0
@@ -377,33 +375,13 @@ def fetch(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: flo
     return from_documents(documents, url, window)
 
 
-class _HTTPStatus(InputError):
-    """The UI answered with an HTTP error status."""
-
-
 def _get_json(url: str, timeout: float) -> Any:
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read()
-    except urllib.error.HTTPError as exc:
-        message = ""
-        try:
-            detail = json.loads(exc.read() or b"{}")
-            message = f": {detail.get('errorMessage') or detail.get('error') or ''}".rstrip(": ")
-        except (ValueError, AttributeError, OSError):
-            pass
-        raise _HTTPStatus(f"{url}: HTTP {exc.code} {exc.reason}{message}") from None
-    except urllib.error.URLError as exc:
-        raise InputError(f"{url}: Storm UI unreachable ({exc.reason})") from None
-    except (socket.timeout, TimeoutError):
-        raise InputError(f"{url}: Storm UI unreachable (no answer within {timeout:g} s)") from None
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{url}: Storm UI unreachable ({exc})") from None
-    try:
-        return json.loads(body)
-    except ValueError:
-        raise InputError(f"{url}: the answer is not JSON") from None
+    return get_json(url, timeout, "Storm UI", _storm_error)
+
+
+def _storm_error(body: Any) -> str:
+    """The message of the UI's ``{"error": ..., "errorMessage": ...}`` answer."""
+    return str(body.get("errorMessage") or body.get("error") or "")
 
 
 def read(url: str | None = None, topology_id: str | None = None, directory: str | Path | None = None,
