@@ -122,3 +122,19 @@ def test_kahip_backend_also_separates_the_cliques():
     g = two_cliques()
     worker_of = assign_workers(g, one_node(slots=4), np.zeros(10, np.int64), backend="kahip")
     assert inter_worker_traffic(g, Placement.build(np.zeros(10), worker_of)) == 1.0
+
+
+def test_large_node_few_workers_recursive_bisection_within_the_cap():
+    """A node of 600 tasks (> AUTO_BOTH_LIMIT) into 4 workers: METIS recursive bisection (its
+    manual's advice for up to 8 parts), each worker at most ceil(600 / 4) = 150 tasks."""
+    rng = np.random.default_rng(0)
+    n = 600
+    src = np.repeat(np.arange(n), 4)
+    dst = (src + rng.integers(1, 30, src.size)) % n
+    g = TaskGraph.build("g", ["op"], np.zeros(n), np.ones(n), src, dst, rng.uniform(1, 10, src.size))
+    node_of = np.zeros(n, np.int64)
+    worker_of = assign_workers(g, one_node(slots=4, capacity=1000.0), node_of)
+    assert np.bincount(worker_of).tolist() and np.bincount(worker_of).max() <= 150
+    assert np.array_equal(worker_of, assign_workers(g, one_node(slots=4, capacity=1000.0), node_of))
+    from streamsched.partitioning.workers import _method
+    assert _method(600, 4) == "recursive" and _method(400, 4) == "auto" and _method(600, 9) == "auto"

@@ -36,6 +36,7 @@ def fit_parts(adjacency: sp.csr_matrix, parts: np.ndarray, weights: np.ndarray,
     if a vertex then fits nowhere.
     """
     parts = np.array(parts, dtype=np.int64)
+    adjacency = sp.csr_matrix(adjacency)
     weights = np.asarray(weights, dtype=np.float64)
     capacity = np.asarray(capacity, dtype=np.float64) * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE
     n_parts = capacity.size
@@ -56,21 +57,22 @@ def _shed(adjacency, parts, weights, capacity, held, p) -> int:
     members = np.flatnonzero(parts == p)
     n_parts = capacity.size
     room = capacity - held
-    conn = adjacency[members].tocoo()
-    to_part = parts[conn.col]
-    own = np.bincount(conn.row[to_part == p], weights=conn.data[to_part == p], minlength=members.size)
-    # candidate moves along edges: (member row, target part, gain)
-    keep = (to_part != p) & (room[to_part] >= weights[members[conn.row]])
-    rows, targets = conn.row[keep], to_part[keep]
-    pair_weight = sp.coo_matrix((conn.data[keep], (rows, targets)), shape=(members.size, n_parts)).tocsr()
-    pair_weight.sum_duplicates()
-    pair = pair_weight.tocoo()
+    row, col, data = _rows_of(adjacency, members)
+    to_part = parts[col]
+    inner = to_part == p
+    own = np.bincount(row[inner], weights=data[inner], minlength=members.size)
+    # candidate moves along edges: (member row, target part, summed weight towards it), in
+    # (row, part) order, each sum taken in the rows' own order
+    keep = ~inner & (room[to_part] >= weights[members[row]])
+    key, inverse = np.unique(row[keep] * n_parts + to_part[keep], return_inverse=True)
+    pair_row, pair_col = key // n_parts, key % n_parts
+    pair_data = np.bincount(inverse, weights=data[keep], minlength=key.size)
     # plus, for every member, the part with most room (gain = -own, no edges gained)
     roomiest = np.where(np.arange(n_parts) == p, -np.inf, room)
     spare = int(np.argmax(roomiest))
-    cand_rows = np.concatenate([pair.row, np.arange(members.size)])
-    cand_targets = np.concatenate([pair.col, np.full(members.size, spare)])
-    cand_gain = np.concatenate([pair.data, np.zeros(members.size)]) - own[cand_rows]
+    cand_rows = np.concatenate([pair_row, np.arange(members.size)])
+    cand_targets = np.concatenate([pair_col, np.full(members.size, spare)])
+    cand_gain = np.concatenate([pair_data, np.zeros(members.size)]) - own[cand_rows]
     need = weights[members[cand_rows]]
     fits = (room[cand_targets] >= need) & (need > 0)
     cand_rows, cand_targets, cand_gain = cand_rows[fits], cand_targets[fits], cand_gain[fits]
@@ -93,6 +95,16 @@ def _shed(adjacency, parts, weights, capacity, held, p) -> int:
         held[q] += weights[v]
         moved += 1
     return moved
+
+
+def _rows_of(adjacency: sp.csr_matrix, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The entries of rows ``members`` of a CSR matrix: (index into ``members``, column, value),
+    row by row in stored order (``adjacency[members].tocoo()`` without building matrices)."""
+    start = adjacency.indptr[members].astype(np.int64)
+    length = adjacency.indptr[members + 1].astype(np.int64) - start
+    row = np.repeat(np.arange(members.size), length)
+    at = np.arange(row.size) - np.repeat(np.cumsum(length) - length, length) + np.repeat(start, length)
+    return row, adjacency.indices[at], adjacency.data[at]
 
 
 def _sticky_first_fit_decreasing(parts, weights, capacity) -> np.ndarray:
