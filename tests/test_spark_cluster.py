@@ -134,7 +134,14 @@ def test_ingest_and_watch_on_a_standalone_cluster_equal_local(cluster, tmp_path)
 def test_reproduce_with_the_spark_engine_on_a_standalone_cluster(cluster, tmp_path):
     _run(tmp_path, "reproduce", "micro-optimum", "--quick", "--engine", "spark", "--master", cluster, "--out", "r")
     _run(tmp_path, "reproduce", "micro-optimum", "--quick", "--out", "l")
-    remote, local = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("r", "l"))
-    strip = lambda rows: sorted((r["scheduler"], r["workload"], r["cluster"], r.get("inter_node_traffic"))
-                                for r in rows)
-    assert strip(remote) and strip(remote) == strip(local)
+    remote, local = ({(r["scheduler"], r["workload"], r["cluster"]): r for r in
+                      json.loads((tmp_path / d / "results.json").read_text())} for d in ("r", "l"))
+    assert remote and remote.keys() == local.keys()
+    # Costs agree wherever they do not depend on the machine's speed: proven optima and the
+    # schedulers without a wall-clock limit (i-scheduler's solver stops at theta seconds, and
+    # two cells share the Worker's two cores).
+    timed = {"i-scheduler"}
+    differ = [(key, local[key]["inter_node_traffic"], row["inter_node_traffic"]) for key, row in remote.items()
+              if (row["status"] == "optimal" or key[0] not in timed)
+              and row["inter_node_traffic"] != local[key]["inter_node_traffic"]]
+    assert not differ, differ
