@@ -33,7 +33,7 @@ demo: setup
 		--cluster heterogeneous-10 --schedulers all --report $(DEMO)/report.html
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 bench: setup
 	$(BIN)/python benchmarks/bench_core.py
