@@ -1,24 +1,41 @@
 """``streamsched watch``: Structured Streaming over a directory of arriving native metric files.
 
-Two streaming queries read the directory (``traffic*.csv`` and ``load*.csv``, the native
-columns): invalid rows (row-level checks of :func:`.row_checks.validate_text`) go to the
-quarantine Parquet ``<store>/quarantine/watch``; valid rows are grouped by tumbling event-time
-windows of ``window_s`` seconds with a watermark ``lateness_s`` behind the latest event (append
-mode: a window is final, and emitted, once a later event moves the watermark past its end). Each
-emitted window becomes a snapshot (rates = tuples in the window / ``window_s``, load = mean of
-samples) and goes to the re-planning step the caller hands in (the CLI gives a
-:class:`streamsched.schedulers.replanning.Replanner`; the pipeline imports no scheduler), which
-re-plans and emits a new assignment only when a task moves. Rows later than the watermark are dropped by Spark; their
-number is reported (``rows_dropped_late``). Duplicates and unknown tasks are checked by batch
-``ingest`` only.
+One streaming query reads the directory (``traffic*.csv`` and ``load*.csv``, the native
+columns); every micro-batch goes through :meth:`Watch._on_batch` (``foreachBatch``): the row
+checks of :func:`.row_checks.validate_text` run on it (``mapInArrow``), invalid rows go to the
+quarantine Parquet ``<store>/quarantine/watch/batch-<id>``, and one Spark aggregation gives, per
+tumbling event-time window of ``window_s`` seconds, the sums of the valid rows and the counts of
+every row (accepted, quarantined by reason). The driver keeps the open windows' partial sums and
+a watermark ``lateness_s`` behind the latest valid event; a window is final, and emitted, once
+the watermark reaches its end. A row whose window was already emitted is dropped late (counted).
+Each emitted window becomes a snapshot (rates = tuples in the window / ``window_s``, load = mean
+of samples) whose manifest's ``rows`` holds its accounting, and goes to the re-planning step the
+caller hands in (the CLI gives a :class:`streamsched.schedulers.replanning.Replanner`; the
+pipeline imports no scheduler).
+
+Nothing is lost silently: per window and per run ``read = accepted + sum(quarantined) +
+dropped_late`` (checked; quarantined rows without a usable timestamp belong to no window and
+are counted per run only). The driver's state (open windows, watermark, files seen) is written
+atomically to ``<store>/checkpoints/watch/state.json`` after each micro-batch, with the batch id,
+so a restart continues where the last run stopped and a replayed batch is not counted twice.
+Spark's file source treats files as immutable: each file's size and mtime are recorded when
+its rows are first seen, and a file that changed afterwards is reported
+(``files_changed_after_read``), never re-read. Files in the directory that match neither
+pattern are reported as ``files_ignored`` (names starting with ``.`` or ``_``, temporary names
+of writers, are skipped silently, as Spark does). Duplicates and unknown tasks are checked by
+batch ``ingest`` only.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import json
+import os
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -34,7 +51,9 @@ from streamsched.pipeline.ingest import build_graphs
 from streamsched.pipeline.session import python_workers
 from streamsched.pipeline.store import write_snapshot
 
-_COMBINED = ["ts", "topology", "kind", "src_task", "dst_task", "operator", "tuples", "bytes", "load"]
+PATTERNS = ("traffic*.csv", "load*.csv")
+STATE_VERSION = 1
+_COLUMNS = ["source", "kind", "reason", "raw", "ts", "topology", "a", "b", "operator", "v1", "v2"]
 
 
 def _stream(spark: SparkSession, directory: Path, kind: str, options: sources.Options) -> DataFrame:
@@ -55,15 +74,17 @@ def _stream(spark: SparkSession, directory: Path, kind: str, options: sources.Op
     return raw.mapInArrow(validate, checked)
 
 
-def _combined(valid: DataFrame, kind: str) -> DataFrame:
-    ts = F.timestamp_seconds(F.col("timestamp")).alias("ts")
+def _combined(checked: DataFrame, kind: str) -> DataFrame:
+    """Checked rows of one kind as the common columns :data:`_COLUMNS`."""
     if kind == "traffic":
-        return valid.select(ts, "topology", F.lit(kind).alias("kind"), "src_task", "dst_task",
-                            F.lit(None).cast("string").alias("operator"), "tuples", "bytes",
-                            F.lit(None).cast("double").alias("load"))
-    return valid.select(ts, "topology", F.lit(kind).alias("kind"), F.col("task").alias("src_task"),
-                        F.lit(None).cast("bigint").alias("dst_task"), "operator",
-                        F.lit(None).cast("double").alias("tuples"), F.lit(None).cast("double").alias("bytes"), "load")
+        values = [F.col("src_task").alias("a"), F.col("dst_task").alias("b"),
+                  F.lit(None).cast("string").alias("operator"), F.col("tuples").alias("v1"),
+                  F.col("bytes").alias("v2")]
+    else:
+        values = [F.col("task").alias("a"), F.lit(None).cast("bigint").alias("b"), "operator",
+                  F.col("load").alias("v1"), F.lit(None).cast("double").alias("v2")]
+    return checked.select("source", "kind", "reason", "raw", F.col("timestamp").cast("double").alias("ts"),
+                          "topology", *values)
 
 
 class Replanning(Protocol):
@@ -76,8 +97,32 @@ class Replanning(Protocol):
     def on_cluster(self, cluster: Cluster) -> Any: ...
 
 
+def _counts() -> dict[str, Any]:
+    return {"read": 0, "accepted": 0, "quarantined": {}, "dropped_late": 0}
+
+
+def _add(counts: dict[str, Any], reason: str | None, n: int, late: bool) -> None:
+    counts["read"] += n
+    if reason is not None:
+        counts["quarantined"][reason] = counts["quarantined"].get(reason, 0) + n
+    elif late:
+        counts["dropped_late"] += n
+    else:
+        counts["accepted"] += n
+
+
+def balanced(counts: dict[str, Any]) -> bool:
+    """``read == accepted + sum(quarantined) + dropped_late``."""
+    return counts["read"] == counts["accepted"] + sum(counts["quarantined"].values()) + counts["dropped_late"]
+
+
+def _local_path(source: str) -> str:
+    parsed = urlparse(source)
+    return unquote(parsed.path) if parsed.scheme in ("file", "") else source
+
+
 class Watch:
-    """The running pair of queries and what they produced (snapshots, decisions)."""
+    """The running query and what it produced (snapshots, decisions, accounting)."""
 
     def __init__(self, spark: SparkSession, directory: str | Path, store: str | Path, replanner: Replanning,
                  window_s: float = 60.0, lateness_s: float = 0.0, cluster_file: str | Path | None = None,
@@ -90,9 +135,59 @@ class Watch:
         self.cluster_loader = cluster_loader
         self.options, self.default_load = options or sources.Options(), default_load
         self.snapshots: list[str] = []
-        self.rows_dropped_late = 0
         self._lock = threading.Lock()
         self.checkpoint = self.store / "checkpoints" / "watch"
+        self.quarantine = self.store / "quarantine" / "watch"
+        self.run_counts = _counts()          # rows of this run's micro-batches
+        self.run_without_window: dict[str, int] = {}
+        self.windows_touched: set[float] = set()
+        self.state = self._load_state()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def state_file(self) -> Path:
+        return self.checkpoint / "state.json"
+
+    def _load_state(self) -> dict[str, Any]:
+        try:
+            state = json.loads(self.state_file.read_text())
+        except FileNotFoundError:
+            state = None
+        if not state or state.get("version") != STATE_VERSION:
+            state = {"version": STATE_VERSION, "batch_id": -1, "watermark": None, "open": {}, "counts": {},
+                     "emitted": {}, "files": {}, "changed": {}}
+        return state
+
+    def _save_state(self) -> None:
+        self.checkpoint.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".json.tmp")
+        with open(tmp, "w") as handle:
+            json.dump(self.state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.state_file)
+
+    # ------------------------------------------------------------------ files
+    def check_files(self) -> None:
+        """Files whose size or mtime changed since their rows were first read."""
+        for path, (size, mtime) in self.state["files"].items():
+            try:
+                st = os.stat(path)
+                now = [st.st_size, st.st_mtime]
+            except FileNotFoundError:
+                continue  # removed after reading: its rows were counted
+            if now != [size, mtime] and path not in self.state["changed"]:
+                self.state["changed"][path] = {"size_read": size, "size_now": now[0]}
+
+    def ignored_files(self) -> list[str]:
+        """Files of the directory that match neither pattern (and are not hidden)."""
+        out = []
+        for entry in sorted(os.scandir(self.directory), key=lambda e: e.name):
+            if entry.name.startswith((".", "_")) or not entry.is_file():
+                continue
+            if not any(fnmatch.fnmatchcase(entry.name, p) for p in PATTERNS):
+                out.append(entry.name)
+        return out
 
     def check_cluster(self) -> None:
         """Re-read the cluster file when it changed (a node joined or left) and repair."""
@@ -104,56 +199,137 @@ class Watch:
             with self._lock:
                 self.replanner.on_cluster(self.cluster_loader(self.cluster_file))
 
-    def _on_windows(self, batch: DataFrame, batch_id: int) -> None:
-        rows = batch.collect()
-        self.check_cluster()
-        windows: dict[tuple[str, Any], list] = {}
-        for r in rows:
-            windows.setdefault((r["topology"], r["window"]["end"]), []).append(r)
-        for (topo, end), group in sorted(windows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-            rates = [{"topology": topo, "src_task": r["src_task"], "dst_task": r["dst_task"],
-                      "rate": r["tuples"] / self.window_s, "bytes_rate": (r["bytes"] or 0.0) / self.window_s}
-                     for r in group if r["kind"] == "traffic"]
-            loads = [{"topology": topo, "task": r["src_task"], "load": r["load"]} for r in group if r["kind"] == "load"]
-            tasks = [{"topology": topo, "task": r["src_task"], "operator": r["operator"]}
-                     for r in group if r["kind"] == "load"]
-            graph, defaulted = build_graphs(rates, loads, tasks, self.default_load)[topo]
-            end_s = end.timestamp()
-            manifest = {
-                "schema_version": S.SCHEMA_VERSION,
-                "window": {"kind": "tumbling", "seconds": self.window_s, "start": end_s - self.window_s, "end": end_s},
-                "sources": [str(self.directory)], "formats": ["native-traffic", "native-load"],
-                "run_id": f"watch-batch-{batch_id}",
-                "rows": {"in_window": int(sum(r["rows"] for r in group))},
-                "tasks_with_default_load": defaulted, "default_load": self.default_load,
-            }
-            with self._lock:
-                path = str(write_snapshot(self.store, graph, manifest))
-                self.snapshots.append(path)
-                self.replanner.on_graph(graph, path)
+    # ------------------------------------------------------------------ micro-batches
+    def _aggregate(self, batch: DataFrame) -> tuple[list, list]:
+        """(groups, sources) of a micro-batch: sums and counts per window end, reason and key."""
+        w = self.window_s
+        low, high = self.options.time_range
+        valid = F.col("reason").isNull()
+        usable = F.col("ts").isNotNull() & (F.col("ts") >= low) & (F.col("ts") <= high) & (F.col("ts") != 0)
+        end = F.when(valid | usable, (F.floor(F.col("ts") / w) + 1) * w)
+        key = lambda c: F.when(valid, F.col(c))  # noqa: E731  (rejected rows: one group per reason)
+        groups = (batch.groupBy(end.alias("end"), F.col("reason"), F.col("kind"), key("topology").alias("topology"),
+                                key("a").alias("a"), key("b").alias("b"), key("operator").alias("operator"))
+                  .agg(F.count(F.lit(1)).alias("n"), F.sum(F.when(valid, F.col("v1"))).alias("v1"),
+                       F.sum(F.when(valid, F.col("v2"))).alias("v2"), F.max(F.when(valid, F.col("ts"))).alias("last"))
+                  .collect())
+        files = [r["source"] for r in batch.select("source").distinct().collect()]
+        return groups, files
 
+    def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
+        if batch_id <= self.state["batch_id"]:
+            return  # replayed after a restart: already counted (state.json is written last)
+        batch = batch.persist()
+        try:
+            groups, files = self._aggregate(batch)
+            if any(r["reason"] is not None for r in groups):
+                (batch.filter(F.col("reason").isNotNull()).select("source", "kind", "raw", "reason")
+                 .coalesce(1).write.mode("overwrite").parquet(str(self.quarantine / f"batch-{batch_id}")))
+        finally:
+            batch.unpersist()
+        state = self.state
+        self.check_files()
+        for source in files:
+            path = _local_path(source)
+            if path not in state["files"]:
+                try:
+                    st = os.stat(path)
+                    state["files"][path] = [st.st_size, st.st_mtime]
+                except FileNotFoundError:
+                    pass
+        watermark = state["watermark"]
+        latest = None
+        for r in groups:
+            n = int(r["n"])
+            if r["end"] is None:
+                _add(self.run_counts, r["reason"], n, False)
+                self.run_without_window[r["reason"]] = self.run_without_window.get(r["reason"], 0) + n
+                continue
+            end = float(r["end"])
+            late = r["reason"] is None and watermark is not None and end <= watermark
+            _add(self.run_counts, r["reason"], n, late)
+            label = repr(end)
+            _add(state["counts"].setdefault(label, _counts()), r["reason"], n, late)
+            self.windows_touched.add(end)
+            if r["reason"] is not None or late:
+                continue
+            latest = r["last"] if latest is None else max(latest, r["last"])
+            sums = state["open"].setdefault(label, {})
+            k = json.dumps([r["topology"], r["kind"], r["a"], r["b"], r["operator"]])
+            prev = sums.get(k, [0.0, 0.0, 0])
+            sums[k] = [prev[0] + (r["v1"] or 0.0), prev[1] + (r["v2"] or 0.0), prev[2] + n]
+        if latest is not None:
+            candidate = float(latest) - self.lateness_s
+            state["watermark"] = candidate if watermark is None else max(watermark, candidate)
+        self.check_cluster()
+        self._emit()
+        state["batch_id"] = batch_id
+        self._save_state()
+
+    def _emit(self) -> None:
+        """Every open window whose end the watermark reached, oldest first: snapshot + re-plan."""
+        state = self.state
+        watermark = state["watermark"]
+        if watermark is None:
+            return
+        for label in sorted(state["open"], key=float):
+            end = float(label)
+            if end > watermark:
+                break
+            sums = state["open"].pop(label)
+            counts = state["counts"].get(label, _counts())
+            rates, loads, tasks = [], [], []
+            for k, (v1, v2, n) in sums.items():
+                topo, kind, a, b, operator = json.loads(k)
+                if kind == "traffic":
+                    rates.append({"topology": topo, "src_task": a, "dst_task": b, "rate": v1 / self.window_s,
+                                  "bytes_rate": v2 / self.window_s})
+                else:
+                    loads.append({"topology": topo, "task": a, "load": v1 / max(n, 1), "_n": n})
+                    tasks.append({"topology": topo, "task": a, "operator": operator})
+            loads = self._mean_loads(loads)
+            emitted = []
+            for topo, (graph, defaulted) in build_graphs(rates, loads, tasks, self.default_load).items():
+                in_window = sum(n for k, (_, _, n) in sums.items() if json.loads(k)[0] == topo)
+                manifest = {
+                    "schema_version": S.SCHEMA_VERSION,
+                    "window": {"kind": "tumbling", "seconds": self.window_s, "start": end - self.window_s, "end": end},
+                    "sources": [str(self.directory)], "formats": ["native-traffic", "native-load"],
+                    "run_id": f"watch-batch-{state['batch_id'] + 1}",
+                    "rows": {**json.loads(json.dumps(counts)), "in_window": in_window,
+                             "scope": "every topology of the window, as of its emission"},
+                    "tasks_with_default_load": defaulted, "default_load": self.default_load,
+                }
+                with self._lock:
+                    path = str(write_snapshot(self.store, graph, manifest))
+                    self.snapshots.append(path)
+                    emitted.append(path)
+                    self.replanner.on_graph(graph, path)
+            state["emitted"][label] = emitted
+
+    @staticmethod
+    def _mean_loads(loads: list[dict]) -> list[dict]:
+        """Load samples of a task under several operators' keys merged into one mean."""
+        merged: dict[tuple, list] = {}
+        for r in loads:
+            key = (r["topology"], r["task"])
+            total = merged.setdefault(key, [0.0, 0])
+            total[0] += r["load"] * r["_n"]
+            total[1] += r["_n"]
+        return [{"topology": t, "task": k, "load": s / max(n, 1)} for (t, k), (s, n) in merged.items()]
+
+    # ------------------------------------------------------------------ running
     def start(self, available_now: bool = False, poll_s: float = 5.0) -> list:
-        """Start both queries; ``available_now`` processes the files present and stops."""
-        valid, bad = [], []
+        """Start the query; ``available_now`` processes the files present and stops."""
+        frames = []
         for kind in ("traffic", "load"):
             with python_workers(self.spark):
-                df = _stream(self.spark, self.directory, kind, self.options)
-            bad.append(df.filter(F.col("reason").isNotNull()).select("source", "kind", "raw", "reason"))
-            valid.append(_combined(df.filter(F.col("reason").isNull()), kind))
+                frames.append(_combined(_stream(self.spark, self.directory, kind, self.options), kind))
         trigger = {"availableNow": True} if available_now else {"processingTime": f"{poll_s} seconds"}
-        quarantine = (bad[0].unionByName(bad[1]).writeStream.format("parquet")
-                      .option("path", str(self.store / "quarantine" / "watch"))
-                      .option("checkpointLocation", str(self.checkpoint / "quarantine"))
-                      .trigger(**trigger).start())
-        windows = (valid[0].unionByName(valid[1]).withWatermark("ts", f"{int(self.lateness_s * 1000)} milliseconds")
-                   .groupBy(F.window("ts", f"{int(self.window_s * 1000)} milliseconds"), "topology", "kind",
-                            "src_task", "dst_task", "operator")
-                   .agg(F.sum("tuples").alias("tuples"), F.sum("bytes").alias("bytes"),
-                        F.avg("load").alias("load"), F.count(F.lit(1)).alias("rows"))
-                   .writeStream.outputMode("append").foreachBatch(self._on_windows)
-                   .option("checkpointLocation", str(self.checkpoint / "windows"))
-                   .trigger(**trigger).start())
-        self.queries = [quarantine, windows]
+        query = (frames[0].unionByName(frames[1]).writeStream.foreachBatch(self._on_batch)
+                 .option("checkpointLocation", str(self.checkpoint / "stream"))
+                 .trigger(**trigger).start())
+        self.queries = [query]
         return self.queries
 
     def run(self, available_now: bool = False, poll_s: float = 5.0, timeout_s: float | None = None) -> dict[str, Any]:
@@ -171,18 +347,39 @@ class Watch:
             for q in queries:
                 q.stop()
         for q in queries:
-            for progress in q.recentProgress:
-                for op in progress.get("stateOperators", []):
-                    self.rows_dropped_late += int(op.get("numRowsDroppedByWatermark", 0))
+            if q.exception() is not None:
+                raise RuntimeError(f"watch: the streaming query failed: {q.exception()}")
+        self.check_files()
+        self._save_state()
         return self.report()
 
     def report(self) -> dict[str, Any]:
+        state = self.state
+        if not balanced(self.run_counts):
+            raise RuntimeError(f"watch lost rows: {self.run_counts}")
+        windows = []
+        for end in sorted(self.windows_touched):
+            label = repr(end)
+            counts = state["counts"][label]
+            if not balanced(counts):
+                raise RuntimeError(f"watch lost rows in the window ending {end}: {counts}")
+            windows.append({"end": end, **counts, "emitted": label in state["emitted"],
+                            "snapshots": state["emitted"].get(label, [])})
         return {
             "snapshots": list(self.snapshots),
             "decisions": [d.to_dict() for d in self.replanner.decisions],
             "assignments_emitted": sum(d.emitted for d in self.replanner.decisions),
-            "rows_dropped_late": self.rows_dropped_late,
-            "quarantine": str(self.store / "quarantine" / "watch"),
+            "rows_read": self.run_counts["read"],
+            "rows_accepted": self.run_counts["accepted"],
+            "rows_quarantined": dict(sorted(self.run_counts["quarantined"].items())),
+            "rows_quarantined_without_window": dict(sorted(self.run_without_window.items())),
+            "rows_dropped_late": self.run_counts["dropped_late"],
+            "windows": windows,
+            "windows_open": len(state["open"]),
+            "watermark": state["watermark"],
+            "files_changed_after_read": sorted(state["changed"]),
+            "files_ignored": self.ignored_files(),
+            "quarantine": str(self.quarantine),
         }
 
 
