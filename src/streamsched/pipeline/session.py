@@ -15,6 +15,7 @@ import os
 import socket
 import sys
 import tempfile
+import warnings
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,19 @@ import streamsched
 from streamsched.errors import InputError
 
 log = logging.getLogger(__name__)
+
+# pandas is installed for ortools; the pipeline's Arrow functions do not use it, and PySpark
+# warns about pandas >= 3 on every mapInArrow / applyInArrow.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+
+#: Spark's log4j2 configuration unless ``--verbose``: errors only (the start-up lines come
+#: before ``setLogLevel`` could silence them).
+QUIET_LOG4J2 = Path(streamsched.__file__).parent / "data" / "log4j2-quiet.properties"
+
+
+def verbose() -> bool:
+    """``--verbose`` given (the ``streamsched`` logger logs DEBUG)."""
+    return logging.getLogger("streamsched").isEnabledFor(logging.DEBUG)
 
 #: What the executors' Python must provide besides pyspark (shipped by Spark) and streamsched
 #: (shipped by :func:`ship_package`): the modules the pipeline's tasks import.
@@ -52,8 +66,11 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
     )
     if is_local(master):
         builder = builder.config("spark.sql.shuffle.partitions", "4")
+    loud = verbose()
+    if not loud and QUIET_LOG4J2.is_file():
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}")
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel("INFO" if loud else "ERROR")
     if not is_local(master):
         ship_package(session)
         check_executors(session)
