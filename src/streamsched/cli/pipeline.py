@@ -82,6 +82,7 @@ def ingest(
         None, "--load-unit", help="unit of the loads: tasks or cores (default: cores for Storm metrics, else tasks)"),
     master: str = MasterOpt,
     as_json: bool = typer.Option(False, "--json", help="print the run report as JSON"),
+    force: bool = typer.Option(False, "--force", help="ingest again files already ingested (same contents, window)"),
 ) -> None:
     """Batch ingest: validate (quarantine, nothing lost), aggregate rates, write snapshots."""
     from streamsched.pipeline import ingest as pipeline_ingest
@@ -96,7 +97,10 @@ def ingest(
             raise InputError(f"{p}: no such file or directory")
     spark = _spark(master)
     paths, store = [resolve_path(p, master) for p in paths], resolve_path(store, master)
-    report = pipeline_ingest.ingest(spark, paths, store, window_spec, options, fmt)
+    report = pipeline_ingest.ingest(spark, paths, store, window_spec, options, fmt, force=force)
+    if report.get("reused"):
+        err_console.print(f"already ingested (run {report['run_id']}, same file contents and window): "
+                          f"reusing its snapshot; --force ingests again")
     if as_json:
         print(json.dumps(report, indent=1))
         return

@@ -43,7 +43,8 @@ from streamsched.pipeline.blocks import BLOCK as ARROW_BLOCK, floats, pack_frame
 from streamsched.pipeline.merge import MergeWindow, merge_group
 from streamsched.pipeline.native_reader import check_header
 from streamsched.pipeline.session import python_workers
-from streamsched.pipeline.store import write_run_report, write_snapshot
+from streamsched.pipeline.store import (claim_tmp, find_ingested, input_key, record_ingested, write_run_report,
+                                        write_snapshot)
 
 BLOCK = from_arrow_schema(ARROW_BLOCK)
 GROUP = ["part", "kind", "topology", "a", "b"]
@@ -268,14 +269,17 @@ def _check_storm_files(counts: pa.Table) -> None:
 # --------------------------------------------------------------------------- the run
 def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window = Window(),
            options: sources.Options | None = None, fmt: str | None = None,
-           default_load: float | None = 1.0) -> dict[str, Any]:
+           default_load: float | None = 1.0, force: bool = False) -> dict[str, Any]:
     """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report.
+
+    Files already ingested (same content hashes, same window and options) are not ingested
+    again: the earlier run's report comes back with ``reused`` set, unless ``force``.
 
     The snapshots' loads are in ``options.load_unit``; by default Storm metrics give busy
     cores (tasks without a load sample, the spouts, get the median measured load) and the other
     sources ``tasks`` (tasks without a sample get ``default_load``)."""
     with python_workers(spark):
-        return _ingest(spark, paths, store, window, options, fmt, default_load)
+        return _ingest(spark, paths, store, window, options, fmt, default_load, force)
 
 
 def _frames(spark: SparkSession, groups: dict[str, list[Path]],
@@ -325,18 +329,25 @@ def _frames(spark: SparkSession, groups: dict[str, list[Path]],
 
 
 def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window,
-            options: sources.Options | None, fmt: str | None, default_load: float) -> dict[str, Any]:
+            options: sources.Options | None, fmt: str | None, default_load: float,
+            force: bool = False) -> dict[str, Any]:
     options = options or sources.Options()
     started = time.perf_counter()
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     groups = sources.group_files(paths, fmt)
+    key = input_key([f for files in groups.values() for f in files],
+                    {"window": [window.seconds, window.half_life_s, window.end], "format": fmt,
+                     "options": repr(options), "default_load": default_load})
+    earlier = None if force else find_ingested(store, key)
+    if earlier is not None:
+        return {**earlier, "reused": True, "wall_time_s": time.perf_counter() - started}
     load_unit, default_load = _load_unit(groups, options.load_unit, default_load)
     for name in ("native-traffic", "native-load"):
         for f in groups.get(name, []):
             check_header(f, name.split("-")[1])
     merge_window = MergeWindow(window.seconds, window.half_life_s, window.end)
     load_frames, traffic_frames, tasks = _frames(spark, groups, options)
-    work = Path(store) / "tmp" / run_id
+    work = claim_tmp(store, run_id)
     try:
         declared_rows = [(r["topology"], int(r["task"]), r["operator"])
                          for r in reduce(DataFrame.unionByName, tasks).distinct().collect()] if tasks else []
@@ -420,4 +431,5 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
         "wall_time_s": time.perf_counter() - started,
     }
     write_run_report(store, run_id, report)
-    return report
+    record_ingested(store, key, report)
+    return {**report, "reused": False}

@@ -7,6 +7,8 @@ Layout under a store directory::
                                                  manifest.json            window, sources, counts
     quarantine/<run id>/part-*.parquet                                    rejected rows + reason
     runs/<run id>.json                                                    run reports
+    tmp/<run id>/_owner.json                                              a running ingest's work
+    ingested/<input key>.json                                             report per ingested input
 
 A snapshot is written into ``snapshots/<topology>/.tmp-<random>/`` and renamed into place
 when complete (rename of a directory is atomic on POSIX), so a crash leaves at most a hidden
@@ -16,10 +18,12 @@ the core model): no Spark needed to read a store.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -157,6 +161,91 @@ def _write_json(path: Path, data: Any) -> None:
 
 def write_run_report(store: str | Path, run_id: str, report: dict[str, Any]) -> Path:
     path = Path(store) / "runs" / f"{run_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    _write_json(tmp, report)
+    os.replace(tmp, path)
+    return path
+
+
+# --------------------------------------------------------------------------- run hygiene
+OWNER = "_owner.json"  # Spark's readers skip names starting with "_"
+
+
+def claim_tmp(store: str | Path, run_id: str) -> Path:
+    """``STORE/tmp/<run_id>``, created with the owning process recorded (pid, host, start), after
+    removing the stale ones of earlier runs (:func:`remove_stale_runs`)."""
+    remove_stale_runs(store)
+    work = Path(store) / "tmp" / run_id
+    work.mkdir(parents=True, exist_ok=False)
+    _write_json(work / OWNER, {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()})
+    return work
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_runs(store: str | Path, max_age_s: float = _STALE_TMP_S) -> list[Path]:
+    """Remove ``STORE/tmp/<run id>`` directories of killed runs: older than ``max_age_s``, or
+    owned by a process of this host that is gone. Returns what was removed."""
+    root = Path(store) / "tmp"
+    removed: list[Path] = []
+    if not root.is_dir():
+        return removed
+    now, host = time.time(), socket.gethostname()
+    for work in root.iterdir():
+        if not work.is_dir():
+            continue
+        try:
+            owner = json.loads((work / OWNER).read_text())
+        except (OSError, ValueError):
+            owner = {}
+        try:
+            age = now - float(owner.get("started", work.stat().st_mtime))
+        except FileNotFoundError:
+            continue
+        gone = owner.get("host") == host and isinstance(owner.get("pid"), int) and not _alive(owner["pid"])
+        if age > max_age_s or gone:
+            shutil.rmtree(work, ignore_errors=True)
+            removed.append(work)
+    return removed
+
+
+def input_key(files: list[str | Path], settings: dict[str, Any]) -> str:
+    """Key of an ingest's input: the files' content hashes (not their names) and the settings
+    (window, format, options) that shape the snapshot."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
+    for content in sorted(_file_hash(f) for f in files):
+        digest.update(content.encode())
+    return digest.hexdigest()
+
+
+def _file_hash(path: str | Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def find_ingested(store: str | Path, key: str) -> dict[str, Any] | None:
+    """The run report of an earlier ingest of the same input, when its snapshots still exist."""
+    path = Path(store) / "ingested" / f"{key}.json"
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not report.get("snapshots") or not all((Path(s) / MANIFEST).is_file() for s in report["snapshots"]):
+        return None
+    return report
+
+
+def record_ingested(store: str | Path, key: str, report: dict[str, Any]) -> Path:
+    path = Path(store) / "ingested" / f"{key}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     _write_json(tmp, report)

@@ -1,0 +1,69 @@
+"""Store hygiene without Spark: stale work directories, the key of an ingest's input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from streamsched.pipeline import store as st
+
+
+def test_claim_records_the_owner_and_removes_only_stale_runs(tmp_path):
+    live = st.claim_tmp(tmp_path, "live")
+    assert json.loads((live / st.OWNER).read_text())["pid"] == os.getpid()
+    # A killed run: its process is gone.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = tmp_path / "tmp" / "killed"
+    killed.mkdir()
+    (killed / st.OWNER).write_text(json.dumps({"pid": dead.pid, "host": __import__("socket").gethostname(),
+                                               "started": time.time()}))
+    (killed / "part-0.parquet").write_bytes(b"x")
+    # An old directory without an owner (a run of an earlier version) and a recent one.
+    old, recent = tmp_path / "tmp" / "old", tmp_path / "tmp" / "recent"
+    old.mkdir(), recent.mkdir()
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    st.claim_tmp(tmp_path, "next")
+    assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == ["live", "next", "recent"]
+
+
+def test_input_key_follows_contents_and_settings(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("1\n"), b.write_text("1\n")
+    key = st.input_key([a], {"window": 60})
+    assert st.input_key([b], {"window": 60}) == key  # same content under another name
+    assert st.input_key([a], {"window": 30}) != key
+    b.write_text("2\n")
+    assert st.input_key([b], {"window": 60}) != key
+    assert st.find_ingested(tmp_path, key) is None
+    snapshot = tmp_path / "snap"
+    snapshot.mkdir()
+    (snapshot / st.MANIFEST).write_text("{}")
+    st.record_ingested(tmp_path, key, {"snapshots": [str(snapshot)], "run_id": "r"})
+    assert st.find_ingested(tmp_path, key)["run_id"] == "r"
+    (snapshot / st.MANIFEST).unlink()  # the snapshot is gone: ingest again
+    assert st.find_ingested(tmp_path, key) is None
+
+
+def test_reingesting_the_same_files_reuses_the_snapshot_unless_forced(spark, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    pytest.importorskip("pyspark")
+    from streamsched.pipeline.ingest import Window, ingest
+
+    inputs = tmp_path / "in"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "pipeline" / "native", inputs)
+    store = tmp_path / "store"
+    first = ingest(spark, [inputs], store, Window(seconds=10))
+    again = ingest(spark, [inputs], store, Window(seconds=10))
+    assert not first["reused"] and again["reused"]
+    assert again["snapshots"] == first["snapshots"] and again["run_id"] == first["run_id"]
+    forced = ingest(spark, [inputs], store, Window(seconds=10), force=True)
+    assert not forced["reused"] and forced["snapshots"] != first["snapshots"]
+    assert not any((store / "tmp").iterdir()) if (store / "tmp").exists() else True
