@@ -244,3 +244,32 @@ def pipeline_demo(
     result = run_demo(_spark(master), workload, load_cluster(cluster), out, scheduler, rows, dirty, seed,
                       params=parse_params(param))
     _print(result, False)
+
+
+collect_app = typer.Typer(help="Collectors: follow a source, write immutable chunk files for watch.",
+                          no_args_is_help=True)
+app.add_typer(collect_app, name="collect")
+
+
+@collect_app.command("log")
+def collect_log(
+    file: Path = typer.Argument(..., help="a growing log of native CSV rows (traffic or load)"),
+    out: Path = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)"),
+    kind: Optional[str] = typer.Option(None, "--kind", help="traffic or load (default: from the file name)"),
+    poll: float = typer.Option(1.0, "--poll", help="seconds between looks"),
+    once: bool = typer.Option(False, "--once", help="take what is complete now, then stop"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+) -> None:
+    """Follow FILE across rotation (tail -F): complete lines into chunks <kind>-<name>-<seq>.csv,
+    each with a sidecar .<chunk>.json (source, inode, byte and line range); a restart continues
+    from the offsets kept in OUT."""
+    from streamsched.pipeline.collect import LogCollector
+
+    collector = LogCollector(file, out, kind)
+    if once:
+        print(json.dumps({"lines": collector.poll(), **collector.state}))
+        return
+    try:
+        collector.follow(poll, timeout)
+    except KeyboardInterrupt:
+        pass
