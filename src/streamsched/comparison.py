@@ -29,6 +29,9 @@ def resolve_names(spec: str | Iterable[str], cluster: Cluster | None = None) -> 
     """``"all"``, a family (``"cluster"``, ``"edge"``) or a comma-separated list (or an
     iterable) of registered names, validated. ``"all"`` is every scheduler that serves
     ``cluster`` (the cluster family alone when no cluster is given)."""
+    if not isinstance(spec, str):
+        spec = list(spec)
+    spec_text = spec if isinstance(spec, str) else ",".join(spec)
     if isinstance(spec, str):
         if spec.strip() == "all":
             edge = cluster is not None and has_edge_nodes(cluster)
@@ -37,6 +40,8 @@ def resolve_names(spec: str | Iterable[str], cluster: Cluster | None = None) -> 
             return family(spec.strip())
         spec = [s.strip() for s in spec.split(",") if s.strip()]
     names = list(spec)
+    if not names:
+        raise InputError(f"--schedulers {spec_text!r}: no scheduler named (give names, a family or all)")
     for name in names:
         scheduler_class(name)
     return names

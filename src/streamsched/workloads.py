@@ -35,6 +35,7 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
+from streamsched.model.limits import check_tasks
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.topology import Operator, Stream, Topology
 
@@ -183,6 +184,7 @@ def random_topology(n_operators: int, seed: int = 0, max_fanout: int = 5,
     """
     if n_operators < 1:
         raise InputError(f"random workload: operators must be >= 1, got {n_operators}")
+    check_tasks(n_operators * parallelism[0], f"random workload {name or n_operators!r}")
     rng = np.random.default_rng(seed)
     groupings = groupings or {"shuffle": 0.6, "fields": 0.28, "global": 0.1, "all": 0.02}
     kinds = list(groupings)
@@ -282,5 +284,7 @@ def cluster(name: str) -> Cluster:
         return Cluster.from_types(name, (int(match.group(1)), HIGH), (int(match.group(2)), LOW))
     match = re.fullmatch(r"thesis-9(?:-s(\d+))?", name)
     if match:
+        if int(match.group(1) or 3) < 1:
+            raise InputError(f"cluster {name!r}: thesis-9-sK needs K >= 1 worker slots per node")
         return thesis_cluster(int(match.group(1) or 3))
     raise InputError(f"unknown cluster {name!r} (known: {', '.join(cluster_names())})")

@@ -57,6 +57,36 @@ def load_cluster(spec: str) -> Cluster:
     return workloads.cluster(spec)
 
 
+def check_output_file(path: Optional[Path], option: str = "--out") -> None:
+    """Before any work: ``path`` must be writable as a file (its directory exists, it is not a
+    directory), else one line naming it (exit 2)."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise InputError(f"{path}: Is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"{path}: No such file or directory")
+
+
+def check_isolation_topologies(scheduler: str, params: dict[str, Any], names: list[str]) -> None:
+    """``isolation`` with ``machines`` naming a topology that is not being placed: exit 2."""
+    if scheduler != "isolation" or not params.get("machines"):
+        return
+    from streamsched.schedulers.isolation import parse_machines
+
+    unknown = [n for n in parse_machines(str(params["machines"])) if n not in names]
+    if unknown:
+        raise InputError(f"--param machines: {', '.join(map(repr, unknown))} is not a topology being placed "
+                         f"(placing: {', '.join(names)})")
+
+
+def safe_name(name: str) -> str:
+    """A graph name usable inside a file name (``/``, ``\\`` and leading dots replaced)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_.+=" else "_" for c in name).lstrip(".")
+    return cleaned[:100] or "graph"
+
+
 def parse_params(pairs: Optional[list[str]]) -> dict[str, Any]:
     """``["k=v", ...]`` -> dict; values stay strings (schedulers coerce them by declaration)."""
     out: dict[str, Any] = {}
@@ -104,31 +134,42 @@ def schedule(
     Several topologies share the cluster: each is placed, in order, on what the earlier ones left."""
     if workload and graph:
         raise InputError("give exactly one of --workload NAME or --graph FILE (repeat it for several topologies)")
+    check_output_file(out)
     if len(workload or graph or []) > 1:
         _schedule_several([load_graph(w, None) for w in workload or []] + [load_graph(None, g) for g in graph or []],
                           load_cluster(cluster), scheduler, parse_params(param), seed, out)
         return
     task_graph, nodes = load_graph((workload or [None])[0], (graph or [None])[0]), load_cluster(cluster)
+    params = parse_params(param)
+    check_isolation_topologies(scheduler, params, [task_graph.name])
     with err_console.status(f"scheduling {task_graph.name} with {scheduler}"):
-        placement = get_scheduler(scheduler, **parse_params(param)).schedule(task_graph, nodes, seed=seed)
+        placement = get_scheduler(scheduler, **params).schedule(task_graph, nodes, seed=seed)
     if out is not None:
         placement.write(out, task_graph, nodes)
     metrics = evaluate_placement(task_graph, placement, nodes)
-    console.print_json(data={"metadata": dict(placement.metadata), "metrics": metrics})
+    console.print_json(data=finite_or_null({"metadata": dict(placement.metadata), "metrics": metrics}))
 
 
 def _schedule_several(graphs: list[TaskGraph], nodes: Cluster, scheduler: str, params: dict[str, Any], seed: int,
                       out: Optional[Path]) -> None:
     """``schedule`` with several topologies: :func:`schedule_many`, one result per topology."""
+    check_isolation_topologies(scheduler, params, [g.name for g in graphs])
+    targets = {}
+    if out is not None:
+        for k, task_graph in enumerate(graphs):
+            name = f"{out.stem}-{safe_name(task_graph.name)}"
+            while name in targets.values():
+                name = f"{name}-{k}"
+            targets[k] = name
     with err_console.status(f"scheduling {len(graphs)} topologies with {scheduler}"):
         placements = schedule_many(get_scheduler(scheduler, **params), graphs, nodes, seed=seed)
     results = []
-    for task_graph, placement in zip(graphs, placements):
+    for k, (task_graph, placement) in enumerate(zip(graphs, placements)):
         if out is not None:
-            placement.write(out.with_name(f"{out.stem}-{task_graph.name}{out.suffix or '.json'}"), task_graph, nodes)
+            placement.write(out.with_name(f"{targets[k]}{out.suffix or '.json'}"), task_graph, nodes)
         results.append({"graph": task_graph.name, "metadata": dict(placement.metadata),
                         "metrics": evaluate_placement(task_graph, placement, nodes)})
-    console.print_json(data={"topologies": results})
+    console.print_json(data=finite_or_null({"topologies": results}))
 
 
 @app.command()
@@ -144,7 +185,7 @@ def evaluate(
     loaded = Placement.read(placement, task_graph, nodes)
     metrics = evaluate_placement(task_graph, loaded, nodes)
     if as_json:
-        console.print_json(data=metrics)
+        console.print_json(data=finite_or_null(metrics))
         return
     table = Table("metric", "value", title=f"{placement.name}")
     for key, value in metrics.items():
@@ -179,6 +220,8 @@ def compare(
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
     names = resolve_names(schedulers, nodes)
     params = parse_params(param)
+    if "isolation" in names:
+        check_isolation_topologies("isolation", params, [task_graph.name])
     for key in params:
         if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
             raise InputError(f"--param {key}: no selected scheduler declares it")

@@ -37,7 +37,7 @@ def simulate(
     rebalance: str = typer.Option("none", "--rebalance", help="comma list of none, vertex, edge, both, or all"),
     out: Path = typer.Option(..., "--out", help="directory for intervals.csv, summary.json and the figures"),
     intervals: Optional[int] = typer.Option(None, "--intervals", min=1, help="stop after this many control intervals"),
-    seed: int = typer.Option(0, "--seed", help="seed of the setup, dataflows, workload and GA"),
+    seed: int = typer.Option(0, "--seed", min=0, help="seed of the setup, dataflows, workload and GA"),
     population: int = typer.Option(64, "--population", min=4, help="GA population"),
     generations: int = typer.Option(100, "--generations", min=1, help="GA generations (at most)"),
     figures: bool = typer.Option(True, "--figures/--no-figures", help="draw Figs. 3-7"),
@@ -48,6 +48,8 @@ def simulate(
     from streamsched.edge.rebalance import STRATEGIES as REBALANCES
     from streamsched.edge.simulation import STRATEGIES, simulate_many, summarise, write_results
 
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a directory")
     strategies = _names("--strategy", strategy, STRATEGIES)
     rebalances = _names("--rebalance", rebalance, REBALANCES)
     ga = GASettings(population=population, generations=generations)

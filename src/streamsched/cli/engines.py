@@ -10,14 +10,16 @@ in ``streamsched.engines`` (docs/engines.md).
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import typer
 import yaml
 from rich.console import Console
 
 from streamsched.cli.app import app, err_console
+from streamsched.cli.core import finite_or_null
 from streamsched.errors import InputError
 from streamsched.model import Cluster, Placement, TaskGraph
 
@@ -51,6 +53,20 @@ def write_reading(out: Path, graph: TaskGraph, placement: Placement, cluster: Cl
     return report
 
 
+@contextmanager
+def malformed_capture(source) -> Iterator[None]:
+    """An engine's answer (saved or live) of an unexpected shape: one line naming the source
+    (exit 2) instead of the reader's TypeError or KeyError."""
+    try:
+        yield
+    except (TypeError, KeyError, AttributeError, IndexError, ZeroDivisionError, OverflowError) as exc:
+        raise InputError(f"{source}: unexpected response shape ({type(exc).__name__}: {exc})") from None
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"{source}: unexpected value ({exc})") from None
+
+
 @read_app.command("storm-ui")
 def storm_ui(
     url: Optional[str] = typer.Option(None, "--url", help="Storm UI base URL, e.g. http://nimbus:8080"),
@@ -73,9 +89,10 @@ def storm_ui(
     from streamsched.engines.storm import ui_rest
 
     save_dir = out / "storm-ui" if url is not None else None
-    data = ui_rest.read(url=url, topology_id=topology_id, directory=directory, window=window,
-                        timeout=timeout, save_dir=save_dir)
-    reading = ui_rest.estimate(data, spout_load=spout_load, load=load, host_cores=host_cores)
+    with malformed_capture(url or directory):
+        data = ui_rest.read(url=url, topology_id=topology_id, directory=directory, window=window,
+                            timeout=timeout, save_dir=save_dir)
+        reading = ui_rest.estimate(data, spout_load=spout_load, load=load, host_cores=host_cores)
     report = write_reading(out, reading.graph, reading.placement, reading.cluster, {
         "engine": "storm-ui", "topology_id": data.topology_id, "window": data.window,
         "storm_ui_dir": str(save_dir if save_dir is not None else directory),
@@ -83,9 +100,9 @@ def storm_ui(
         "system_executors": sum(1 for e in reading.layout.executors if e.system),
     }, reading.warnings)
     if as_json:
-        print(json.dumps(report, indent=1))
+        print(json.dumps(finite_or_null(report), indent=1))
     else:
-        console.print_json(data=report)
+        console.print_json(data=finite_or_null(report))
 
 
 @read_app.command("flink")
@@ -105,17 +122,18 @@ def flink_rest(
     from streamsched.engines import flink
 
     save_dir = out / "flink-rest" if url is not None else None
-    reading = flink.read(url=url, job_id=job_id, directory=directory, window_s=window, timeout=timeout,
-                         node_by=node_by, save_dir=save_dir)
+    with malformed_capture(url or directory):
+        reading = flink.read(url=url, job_id=job_id, directory=directory, window_s=window, timeout=timeout,
+                             node_by=node_by, save_dir=save_dir)
     keys = ("job_id", "job_name", "flink_version", "rates_from", "window_s", "node_by", "measured_per_s", "edges")
     report = write_reading(out, reading.graph, reading.placement, reading.cluster, {
         "engine": "flink", **{k: reading.report[k] for k in keys},
         "flink_rest_dir": str(save_dir if save_dir is not None else directory),
     }, reading.warnings)
     if as_json:
-        print(json.dumps(report, indent=1))
+        print(json.dumps(finite_or_null(report), indent=1))
     else:
-        console.print_json(data=report)
+        console.print_json(data=finite_or_null(report))
 
 
 def storm_export_options(storm_ui_dir: Optional[Path], topology_id: Optional[str],

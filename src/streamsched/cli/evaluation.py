@@ -11,12 +11,13 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import ClusterOpt, GraphOpt, WorkloadOpt, load_cluster, load_graph
+from streamsched.cli.core import ClusterOpt, GraphOpt, WorkloadOpt, finite_or_null, load_cluster, load_graph
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.registry import experiments
 from streamsched.evaluation.experiments.runner import reproduce as run_reproduction
 from streamsched.evaluation.performance import REGIMES, predict as predict_placement, regime
 from streamsched.model import Placement
+from streamsched.schedulers import available
 
 console = Console()
 
@@ -43,6 +44,13 @@ def reproduce(
     chosen = None if schedulers is None else [s.strip() for s in schedulers.split(",") if s.strip()]
     if chosen is not None and not chosen:
         raise InputError("--schedulers: empty list")
+    if name not in experiments():
+        raise InputError(f"reproduce: unknown experiment {name!r} (known: {', '.join(experiments())}, list)")
+    unknown = [s for s in chosen or [] if s not in available()]
+    if unknown:
+        raise InputError(f"--schedulers: {', '.join(map(repr, unknown))} not registered (see `streamsched list schedulers`)")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a directory")
     if engine == "spark":  # the sweep runs on the session started here
         from streamsched.pipeline.session import spark_session
 
@@ -74,4 +82,4 @@ def predict(
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
     loaded = Placement.read(placement, task_graph, nodes)
     params = regime(model).with_(acking=acking) if acking else regime(model)
-    console.print_json(data=predict_placement(task_graph, nodes, loaded, params).to_dict())
+    console.print_json(data=finite_or_null(predict_placement(task_graph, nodes, loaded, params).to_dict()))

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, console, load_cluster, load_graph, parse_params
+from streamsched.cli.core import (ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, check_output_file, console,
+                                  finite_or_null, load_cluster, load_graph, parse_params)
+from streamsched.errors import InputError
 from streamsched.metrics import evaluate as evaluate_placement
 from streamsched.model import Placement
 from streamsched.schedulers import get_scheduler
+
+
+#: Largest cost per moved task (rate units): beyond it the solver's objective overflows.
+MAX_MIGRATION_COST = 1e15
 
 
 @app.command()
@@ -27,6 +34,9 @@ def replan(
 ) -> None:
     """Minimise inter-node traffic + migration cost x moved tasks (optimal scheduler), print the
     new placement's metrics and how many tasks move."""
+    if not math.isfinite(migration_cost) or not 0 <= migration_cost <= MAX_MIGRATION_COST:
+        raise InputError(f"--migration-cost: must be a number in [0, {MAX_MIGRATION_COST:g}], got {migration_cost}")
+    check_output_file(out)
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
     running = Placement.read(current, task_graph, nodes)
     with err_console.status(f"re-planning {task_graph.name}"):
@@ -34,5 +44,5 @@ def replan(
             task_graph, nodes, running, migration_cost=migration_cost, seed=seed)
     if out is not None:
         placement.write(out, task_graph, nodes)
-    console.print_json(data={"metadata": dict(placement.metadata),
-                             "metrics": evaluate_placement(task_graph, placement, nodes)})
+    console.print_json(data=finite_or_null({"metadata": dict(placement.metadata),
+                                            "metrics": evaluate_placement(task_graph, placement, nodes)}))

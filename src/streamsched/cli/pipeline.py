@@ -189,6 +189,9 @@ def export(
     Deployments pinned by node affinity; docs/engines.md)."""
     from streamsched.engines.exports import export as export_placement
     from streamsched.pipeline.store import load_snapshot
+    from streamsched.cli.core import check_output_file
+
+    check_output_file(out)
 
     if snapshot is not None:
         if workload is not None or graph is not None:

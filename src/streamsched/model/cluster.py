@@ -11,6 +11,7 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.io import Fields, read_document
+from streamsched.model.limits import check_nodes
 from streamsched.model.units import CORES, TASKS, check_unit
 
 KINDS = ("cloud", "edge")
@@ -142,6 +143,7 @@ class Cluster:
         for i, raw in enumerate(top.list("node_types")):
             f = Fields(raw, f"{where}.node_types[{i}]")
             count = f.integer("count", 1, minimum=0)
+            check_nodes(len(nodes) + count, f"{where}.node_types[{i}].count={count}")
             prefix = f.str("prefix", None)
             template = _node(f, "template", allow=("count", "prefix"), unit=unit)
             for _ in range(count):
@@ -163,6 +165,7 @@ class Cluster:
     @classmethod
     def from_types(cls, name: str, *types: tuple[int, dict[str, Any]], capacity_unit: str = TASKS) -> Cluster:
         """``Cluster.from_types("het", (3, {"capacity": 6}), (4, {"capacity": 2}))``."""
+        check_nodes(sum(count for count, _ in types), f"cluster {name!r}")
         nodes = []
         for count, spec in types:
             for _ in range(count):

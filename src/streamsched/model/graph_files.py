@@ -22,7 +22,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from streamsched.errors import InputError
-from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.taskgraph import MAX_VALUE, TaskGraph
 from streamsched.model.units import TASKS, check_unit
 
 ALIASES = {"source": "src", "target": "dst", "value": "rate", "bytes_rate": "bytes"}
@@ -57,7 +57,8 @@ def _column(table: pa.Table, path: Path, name: str, dtype, required: bool = True
             return np.asarray(values, dtype=object).astype(str)
         if values.dtype == object:
             raise ValueError("not numeric")
-        out = values.astype(dtype)
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN/huge ids: refused below, by row
+            out = values.astype(dtype)
     except (ValueError, TypeError, pa.ArrowInvalid):
         raise InputError(f"{path}: column {name!r} is not numeric") from None
     if np.issubdtype(np.asarray(values).dtype, np.floating) and np.issubdtype(np.dtype(dtype), np.integer):
@@ -72,10 +73,10 @@ def _row(path: Path, k: int) -> str:
 
 
 def _check_values(path: Path, name: str, values: np.ndarray) -> None:
-    bad = np.flatnonzero(~(values >= 0) | ~np.isfinite(values))
+    bad = np.flatnonzero(~((values >= 0) & (values <= MAX_VALUE)))
     if bad.size:
         k = int(bad[0])
-        raise InputError(f"{path}: {_row(path, k)}: {name} is {values[k]:g}; must be a finite number >= 0")
+        raise InputError(f"{path}: {_row(path, k)}: {name} is {values[k]:g}; must be a finite number in [0, {MAX_VALUE:g}]")
 
 
 def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks, load_unit: str = TASKS) -> TaskGraph:

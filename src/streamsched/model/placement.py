@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -100,7 +101,15 @@ class Placement:
         }
 
     def write(self, path: str | Path, graph: TaskGraph, cluster: Cluster) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(graph, cluster), indent=1, default=_jsonable))
+        """Write atomically: a temporary file beside ``path``, then a rename (no half file)."""
+        path = Path(path)
+        text = json.dumps(self.to_dict(graph, cluster), indent=1, default=_jsonable)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(text)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
 
     @classmethod
     def from_dict(cls, data: Any, graph: TaskGraph, cluster: Cluster, where: str = "placement") -> Placement:
@@ -119,8 +128,12 @@ class Placement:
             worker = np.asarray(data["worker"], dtype=np.int64)
         except InputError as exc:
             raise InputError(f"{where}.nodes: {exc}") from None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise InputError(f"{where}: 'tasks', 'node' and 'worker' must hold integers") from None
+        for key in ("tasks", "node", "worker"):  # numpy would truncate 2.5 and take true as 1
+            wrong = next((v for v in data[key] if not isinstance(v, int) or isinstance(v, bool)), None)
+            if wrong is not None:
+                raise InputError(f"{where}.{key}: {wrong!r} is not an integer")
         if file_node.size and (file_node.min() < 0 or file_node.max() >= len(file_nodes)):
             raise InputError(f"{where}.node: index out of range of 'nodes'")
         order = np.argsort(graph.task_ids)

@@ -20,6 +20,11 @@ from streamsched.model.topology import Topology
 from streamsched.model.units import TASKS, check_unit
 
 
+#: Largest load, rate (tuples/s) or byte rate a graph takes: far above any cluster, small
+#: enough that the sums over 10^7 edges stay finite.
+MAX_VALUE = 1e15
+
+
 def _frozen(array: Any, dtype: Any) -> np.ndarray:
     out = np.ascontiguousarray(array, dtype=dtype)
     if out is array:
@@ -228,10 +233,12 @@ class TaskGraph:
 
 
 def _check_nonnegative(where: str, field: str, values: np.ndarray) -> None:
-    bad = np.flatnonzero(~(values >= 0))
+    """Every value a finite number in [0, MAX_VALUE] (sums of larger ones overflow to inf, and
+    JSON has no inf: issue 16's rates of 1e308)."""
+    bad = np.flatnonzero(~((values >= 0) & (values <= MAX_VALUE)))
     if bad.size:
         k = int(bad[0])
-        raise InputError(f"{where}: {field} of item {k} is {values[k]:g}; must be a number >= 0")
+        raise InputError(f"{where}: {field} of item {k} is {values[k]:g}; must be a number in [0, {MAX_VALUE:g}]")
 
 
 @lru_cache(maxsize=4096)

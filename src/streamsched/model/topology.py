@@ -13,6 +13,7 @@ from typing import Any
 
 from streamsched.errors import InputError
 from streamsched.io import Fields, read_document
+from streamsched.model.limits import check_tasks
 
 ROLES = ("source", "operator", "sink")
 #: shuffle splits evenly; fields follows a (Zipf-skewed) key distribution; global sends all to
@@ -105,6 +106,7 @@ class Topology:
                 raise InputError(
                     f"stream {stream.src}->{stream.dst}.grouping: forward needs equal parallelism"
                 )
+        check_tasks(self.n_tasks, f"topology {self.name!r}: the sum of parallelism")
         self.topological_order()  # raises on a cycle
 
     @property
@@ -184,7 +186,10 @@ class Topology:
             f.reject_unknown()
             streams.append(stream)
         top.reject_unknown()
-        return cls(name=name, operators=tuple(operators), streams=tuple(streams))
+        try:
+            return cls(name=name, operators=tuple(operators), streams=tuple(streams))
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> Topology:

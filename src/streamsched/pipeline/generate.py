@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,27 @@ FORMATS = ("csv", "jsonl", "parquet", "storm-log")
 DEFAULT_START = 1_700_000_000.0
 
 
+#: Bytes one generated traffic row takes on disk (generous, per format; load rows come on top
+#: with the factor below), for the free-space check before anything is written.
+BYTES_PER_ROW = {"csv": 90, "jsonl": 180, "parquet": 60, "storm-log": 260}
+LOAD_ROW_FACTOR = 1.5
+#: Largest per-pair rate generated (tuples/s): counts above it lose integer precision.
+MAX_RATE = 1e15
+
+
+def check_disk_space(out: Path, rows: int, fmt: str, n_edges: int, dirty: float) -> None:
+    """Refuse (exit 2) ``rows`` rows that would not fit in the free space of ``out``'s file system."""
+    rows = max(1, math.ceil(rows / max(1, n_edges))) * max(1, n_edges)  # whole intervals
+    need = int(rows * (1 + dirty) * BYTES_PER_ROW.get(fmt, 260) * LOAD_ROW_FACTOR)
+    existing = out.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    free = shutil.disk_usage(existing).free
+    if need > free:
+        raise InputError(f"--rows {rows:,}: about {need / 1e9:,.1f} GB of {fmt} files, more than the "
+                         f"{free / 1e9:,.1f} GB free on {existing}")
+
+
 def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt: str = "csv",
                      placement: Placement | None = None, cluster: Cluster | None = None,
                      seed: int = 0, dirty: float = 0.01, noise: float = 0.1, skew: float = 0.0,
@@ -57,16 +79,24 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
             raise InputError(f"--{name.replace('_', '-')}: must be >= {low}, got {value}")
     if not 0 <= dirty < 1:
         raise InputError(f"--dirty: must be in [0, 1), got {dirty}")
+    for name, value in (("noise", noise), ("skew", skew), ("rate-scale", rate_scale), ("interval", interval_s)):
+        if not math.isfinite(value):
+            raise InputError(f"--{name}: must be a finite number, got {value}")
     if noise < 0 or skew < 0 or rate_scale <= 0 or interval_s <= 0:
         raise InputError("--noise and --skew must be >= 0; --rate-scale and --interval must be > 0")
     if graph.n_edges == 0:
         raise InputError(f"graph {graph.name!r} has no edges to generate traffic for")
     out = Path(out)
+    check_disk_space(out, rows, fmt, graph.n_edges, dirty)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     topo = topology or graph.name
     multiplier = np.exp(skew * rng.standard_normal(graph.n_edges)) if skew > 0 else np.ones(graph.n_edges)
     pair_rate = graph.rate * rate_scale * multiplier
+    if not np.all(np.isfinite(pair_rate)) or float(pair_rate.max(initial=0.0)) > MAX_RATE:
+        raise InputError(f"--rate-scale {rate_scale:g}: the graph's rates times it exceed {MAX_RATE:g} tuples/s")
     per_tuple = np.where(graph.rate > 0, graph.bytes_rate / np.where(graph.rate > 0, graph.rate, 1), 0.0)
     per_tuple = np.where(per_tuple > 0, per_tuple, 100.0)
     intervals = max(1, math.ceil(rows / graph.n_edges))

@@ -38,6 +38,7 @@ References
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
@@ -87,6 +88,8 @@ class Param:
             value = float(value)
         if not isinstance(value, self.kind) or (self.kind is not bool and isinstance(value, bool)):
             raise ParameterError(f"{where}: expected {self.kind.__name__}, got {value!r}")
+        if self.kind is float and not math.isfinite(value):
+            raise ParameterError(f"{where}: must be a finite number, got {value!r}")
         if self.choices is not None and value not in self.choices:
             raise ParameterError(f"{where}: {value!r} is not one of {', '.join(map(str, self.choices))}")
         if self.low is not None and value < self.low or self.high is not None and value > self.high:
