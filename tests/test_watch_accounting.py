@@ -99,3 +99,30 @@ def test_every_row_is_accounted_bad_rows_and_files_never_crash(spark_small, tmp_
     late = [w for w in second["windows"] if w["end"] == T0 + 10][0]
     assert late["dropped_late"] == 3 and late["accepted"] == 11 and late["emitted"]
     assert len(list_snapshots(store, "app")) == 2
+
+
+def test_a_collected_log_written_in_pieces_gives_every_row_once(spark_small, tmp_path):
+    """The case of issue 15 (a file written half, completed later, lost its second half): the
+    collector turns the growing, rotated log into immutable chunks, and watch counts every line."""
+    from streamsched.pipeline.collect import LogCollector
+
+    logs, arriving, store = tmp_path / "logs", tmp_path / "arriving", tmp_path / "store"
+    logs.mkdir()
+    log = logs / "traffic-app.log"
+    lines = [f"{T0 + t},app,0,1,{1 + t % 3},10\n" for t in range(30)] + [f"{T0 + 60},app,0,1,1,10\n"]
+    text = TRAFFIC + "\n" + "".join(lines[:7]) + lines[7][:6]
+    log.write_text(text)
+    recorder = _Recorder()
+    LogCollector(log, arriving).poll()
+    first = Watch(spark_small, arriving, store, recorder, window_s=10).run(available_now=True)
+    with open(log, "a") as handle:
+        handle.write(lines[7][6:] + "".join(lines[8:20]))
+    os.rename(log, logs / "traffic-app.log.1")
+    log.write_text("".join(lines[20:]))
+    LogCollector(log, arriving).poll()
+    second = Watch(spark_small, arriving, store, recorder, window_s=10).run(available_now=True)
+    assert first["rows_read"] + second["rows_read"] == len(lines)
+    assert second["files_changed_after_read"] == []
+    rates = [float(g.rate[0]) for g, _ in recorder.graphs]
+    expected = [sum(1 + t % 3 for t in range(start, start + 10)) / 10 for start in (0, 10, 20)]
+    assert rates == expected
