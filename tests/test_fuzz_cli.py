@@ -33,7 +33,7 @@ from streamsched.cli import main
 #: Time bound of one case, seconds.
 CASE_SECONDS = 20
 #: Generated cases (the seeded fuzz loop); the run time of the whole file stays under a minute.
-FUZZ_CASES = 160
+FUZZ_CASES = 300
 SEED = 16
 
 REPO = Path(__file__).resolve().parents[1]
@@ -257,6 +257,43 @@ def test_rates_of_1e308_give_valid_json(run, tmp_path):
         assert code in (0, 2), err
 
 
+def test_a_topology_of_200000_operators_is_refused_at_once(run, tmp_path):
+    # JSON: the same reader and bound; PyYAML alone takes some 20 s to parse 200,000 YAML lines
+    document = {"name": "big", "operators": [{"name": f"o{k}"} for k in range(200_000)]}
+    write(tmp_path / "big.json", json.dumps(document))
+    code, _, err = run(["schedule", "-g", "big.json", "-c", "homogeneous-10", "-s", "even"])
+    assert code == 2 and "big.json.operators: 200,000 operators exceed" in err and "STREAMSCHED_MAX_OPERATORS" in err, err
+
+
+def test_the_bounds_can_be_overridden(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAMSCHED_MAX_TASKS", "10")
+    code, _, err = run(["schedule", "-w", "wordcount", "-c", "high-low-1-2", "-s", "even"])
+    assert code == 2 and "25 tasks exceed the limit of 10" in err and "STREAMSCHED_MAX_TASKS" in err, err
+    monkeypatch.setenv("STREAMSCHED_MAX_TASKS", "100")
+    monkeypatch.setenv("STREAMSCHED_MAX_NODES", "2")
+    code, _, err = run(["schedule", "-w", "wordcount", "-c", "high-low-1-2", "-s", "even"])
+    assert code == 2 and "3 nodes exceed the limit of 2" in err, err
+    monkeypatch.setenv("STREAMSCHED_MAX_NODES", "3")
+    assert run(["schedule", "-w", "wordcount", "-c", "high-low-1-2", "-s", "even"])[0] == 0
+
+
+def test_the_default_bounds_keep_a_million_tasks():
+    from streamsched.model import limits
+
+    assert limits.max_tasks() >= 1_000_000 and limits.max_nodes() >= 100_000
+
+
+def test_a_placement_with_non_integers_is_refused(run, tmp_path):
+    document = placement_file_document()
+    document["node"][0] = 1.5
+    write(tmp_path / "p.json", json.dumps(document))
+    code, _, err = run(["evaluate", "p.json", *SMALL, "--json"])
+    assert code == 2 and "p.json.node: 1.5 is not an integer" in err, err
+    document["node"][0] = 2 ** 70
+    write(tmp_path / "p.json", json.dumps(document))
+    assert run(["evaluate", "p.json", *SMALL, "--json"])[0] == 2
+
+
 # ---------------------------------------------------------------------------------------------
 # The seeded fuzz loop
 
@@ -418,14 +455,20 @@ def _case(rng: random.Random, tmp_path: Path, good_placement: dict) -> list:
         return ["schedule", *graph, "-c", cluster, "-s", scheduler, *params, "--seed", rng.choice(["0", "-1", "7"]),
                 "--out", "out.json"]
     if command == "schedule-files":
-        return ["schedule", *graph, *small_graph, "-c", cluster, "-s", "even"]
+        return ["schedule", *graph, *small_graph, "-c", cluster, "-s", rng.choice(["even", "isolation"]), *params,
+                "--out", rng.choice(["p.json", "no/p.json", ".", "sub/../p"])]
     if command == "evaluate":
         return ["evaluate", placement, *small_graph, "-c", "high-low-1-2", "--json"]
     if command == "compare":
         schedulers = rng.choice(["even,ols", "all", "", "nosuch", "even,even", "edge", "cluster", ","])
         if schedulers == "all":
             schedulers = "cluster" if "-w" not in graph else "even,ols,i-scheduler"
+        if schedulers == "cluster" and not params:
+            params = ["-p", "time_limit=1"]  # optimal's: the fuzz loop stays fast
         return ["compare", *graph, "-c", cluster, "--schedulers", schedulers, *params, "--json"]
+    if command == "gen-metrics" and rng.random() < 0.3:
+        return ["gen-metrics", "-w", "wordcount", "-c", "high-low-1-2", "--placement", placement, "--format", "storm-log",
+                "--rows", "200", "--out", rng.choice(["m", "placement.json"])]
     if command == "gen-metrics":
         return ["gen-metrics", *graph, "-c", cluster, "--out", "m", "--rows", rng.choice(["0", "-5", "10", "500", "10000000000000"]),
                 "--format", rng.choice(["csv", "jsonl", "parquet", "storm-log", "x"]),

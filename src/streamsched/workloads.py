@@ -35,7 +35,7 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
-from streamsched.model.limits import check_tasks
+from streamsched.model.limits import check_operators, check_tasks
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.topology import Operator, Stream, Topology
 
@@ -184,6 +184,7 @@ def random_topology(n_operators: int, seed: int = 0, max_fanout: int = 5,
     """
     if n_operators < 1:
         raise InputError(f"random workload: operators must be >= 1, got {n_operators}")
+    check_operators(n_operators, f"random workload {name or n_operators!r}")
     check_tasks(n_operators * parallelism[0], f"random workload {name or n_operators!r}")
     rng = np.random.default_rng(seed)
     groupings = groupings or {"shuffle": 0.6, "fields": 0.28, "global": 0.1, "all": 0.02}

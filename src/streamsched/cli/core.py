@@ -126,7 +126,7 @@ def schedule(
     cluster: str = ClusterOpt,
     scheduler: str = typer.Option("even", "--scheduler", "-s", help="registered scheduler name"),
     param: Optional[list[str]] = ParamOpt,
-    seed: int = typer.Option(0, "--seed", help="seed of every randomised choice"),
+    seed: int = typer.Option(0, "--seed", min=0, help="seed of every randomised choice"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the placement JSON here (several: OUT-<graph>.json)"),
 ) -> None:
     """Compute a placement and print its metrics (and write it with --out).
@@ -208,7 +208,7 @@ def compare(
         help="comma-separated names, a family (cluster, edge), or all: the cluster family, plus the edge "
              "strategies when the cluster has edge nodes (an edge strategy named on a cluster without any is skipped)"),
     param: Optional[list[str]] = ParamOpt,
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0),
     as_json: bool = typer.Option(False, "--json", help="print {\"results\": [...]} as JSON"),
     report: Optional[Path] = typer.Option(None, "--report", help="also write an HTML report (charts, placement pictures, predicted throughput) with .csv/.json beside it"),
 ) -> None:

@@ -28,7 +28,7 @@ def reproduce(
     out: Path = typer.Option(Path("reproduction"), "--out", "-o", help="directory for tables, figures and rows"),
     schedulers: Optional[str] = typer.Option(None, "--schedulers", help="comma-separated names (default: the paper's)"),
     quick: bool = typer.Option(False, "--quick", help="a small subset of the grid (minutes -> seconds)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0),
     engine: str = typer.Option("local", "--engine", help="local (processes) or spark (one Spark task per cell)"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="local worker processes"),
     master: str = typer.Option("local[2]", "--master", help="--engine spark: Spark master (local[N], spark://host:7077, ...)"),

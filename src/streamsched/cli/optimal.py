@@ -29,7 +29,7 @@ def replan(
     cluster: str = ClusterOpt,
     migration_cost: float = typer.Option(1.0, "--migration-cost", "-m", help="cost per moved task, in rate units"),
     param: Optional[list[str]] = ParamOpt,
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the new placement JSON here"),
 ) -> None:
     """Minimise inter-node traffic + migration cost x moved tasks (optimal scheduler), print the

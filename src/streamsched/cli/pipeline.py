@@ -51,7 +51,7 @@ def gen_metrics(
     skew: float = typer.Option(0.0, "--skew", help="lognormal sigma of the fixed per-pair rate factor"),
     rate_scale: float = typer.Option(100.0, "--rate-scale", help="tuples/s per unit of graph rate"),
     rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0),
 ) -> None:
     """Synthetic monitoring data for a workload (and placement), with noise, skew and dirty rows."""
     from streamsched.pipeline.generate import generate_metrics
@@ -95,9 +95,12 @@ def ingest(
     for p in paths:
         if not p.exists():
             raise InputError(f"{p}: no such file or directory")
-    spark = _spark(master)
     paths, store = [resolve_path(p, master) for p in paths], resolve_path(store, master)
-    report = pipeline_ingest.ingest(spark, paths, store, window_spec, options, fmt, force=force)
+    earlier = None if force else pipeline_ingest.already_ingested(paths, store, window_spec, options, fmt)
+    if earlier is not None:
+        report = {**earlier, "reused": True}
+    else:
+        report = pipeline_ingest.ingest(_spark(master), paths, store, window_spec, options, fmt, force=force)
     if report.get("reused"):
         err_console.print(f"already ingested (run {report['run_id']}, same file contents and window): "
                           f"reusing its snapshot; --force ingests again")

@@ -4,7 +4,8 @@
 The limits derive from the memory available when streamsched starts (``MemAvailable``; at
 least the floors below, so the 1M-task / 10M-edge graphs of the scale tests always pass) and
 can be overridden with the environment variables ``STREAMSCHED_MAX_TASKS`` and
-``STREAMSCHED_MAX_NODES`` (a user who means it, on a machine that has the memory).
+``STREAMSCHED_MAX_NODES`` (a user who means it, on a machine that has the memory). Logical
+operators per topology are bounded by a fixed ``MAX_OPERATORS`` (``STREAMSCHED_MAX_OPERATORS``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,19 @@ def max_tasks() -> int:
 
 def max_nodes() -> int:
     return _limit("STREAMSCHED_MAX_NODES", MIN_MAX_NODES, BYTES_PER_NODE)
+
+
+#: Logical operators of one topology: built one by one in Python (200,000 took over a minute,
+#: issue 16); real topologies have tens to hundreds. Task counts are bounded separately.
+MAX_OPERATORS = 50_000
+
+
+def check_operators(count: int, where: str) -> None:
+    """Refuse more than ``MAX_OPERATORS`` operators (override: ``STREAMSCHED_MAX_OPERATORS``)."""
+    limit = _limit("STREAMSCHED_MAX_OPERATORS", MAX_OPERATORS, 1 << 62)
+    if count > limit:
+        raise InputError(f"{where}: {count:,} operators exceed the limit of {limit:,} "
+                         f"(set STREAMSCHED_MAX_OPERATORS to override)")
 
 
 def check_tasks(count: int, where: str) -> None:

@@ -152,7 +152,10 @@ class Placement:
         worker_of = np.empty(graph.n_tasks, np.int64)
         node_of[index] = node_map[file_node]
         worker_of[index] = worker
-        return cls.build(node_of, worker_of, data.get("metadata") or {})
+        metadata = data.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise InputError(f"{where}.metadata: expected a mapping, got {type(metadata).__name__}")
+        return cls.build(node_of, worker_of, metadata)
 
     @classmethod
     def read(cls, path: str | Path, graph: TaskGraph, cluster: Cluster) -> Placement:

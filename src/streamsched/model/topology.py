@@ -13,7 +13,7 @@ from typing import Any
 
 from streamsched.errors import InputError
 from streamsched.io import Fields, read_document
-from streamsched.model.limits import check_tasks
+from streamsched.model.limits import check_operators, check_tasks
 
 ROLES = ("source", "operator", "sink")
 #: shuffle splits evenly; fields follows a (Zipf-skewed) key distribution; global sends all to
@@ -158,7 +158,9 @@ class Topology:
         top = Fields(data, where)
         name = top.str("name", "topology")
         operators = []
-        for i, raw in enumerate(top.list("operators", required=True)):
+        raw_operators = top.list("operators", required=True)
+        check_operators(len(raw_operators), f"{where}.operators")
+        for i, raw in enumerate(raw_operators):
             f = Fields(raw, f"{where}.operators[{i}]")
             op = Operator(
                 name=f.str("name", required=True),
