@@ -282,6 +282,22 @@ def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, wind
         return _ingest(spark, paths, store, window, options, fmt, default_load, force)
 
 
+def _input_key(groups: dict[str, list[Path]], window: Window, options: sources.Options, fmt: str | None,
+               default_load: float | None) -> str:
+    return input_key([f for files in groups.values() for f in files],
+                     {"window": [window.seconds, window.half_life_s, window.end], "format": fmt,
+                      "options": repr(options), "default_load": default_load})
+
+
+def already_ingested(paths: list[str | Path], store: str | Path, window: Window = Window(),
+                     options: sources.Options | None = None, fmt: str | None = None,
+                     default_load: float | None = 1.0) -> dict[str, Any] | None:
+    """The report of an earlier ingest of the same contents and settings (no Spark needed), so
+    the CLI can answer without starting a session."""
+    return find_ingested(store, _input_key(sources.group_files(paths, fmt), window, options or sources.Options(),
+                                           fmt, default_load))
+
+
 def _frames(spark: SparkSession, groups: dict[str, list[Path]],
             options: sources.Options) -> tuple[list[DataFrame], list[DataFrame], list[DataFrame]]:
     """(load frames, traffic frames, declared tasks) of every input format, as :data:`BLOCK`
@@ -335,9 +351,7 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
     started = time.perf_counter()
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     groups = sources.group_files(paths, fmt)
-    key = input_key([f for files in groups.values() for f in files],
-                    {"window": [window.seconds, window.half_life_s, window.end], "format": fmt,
-                     "options": repr(options), "default_load": default_load})
+    key = _input_key(groups, window, options, fmt, default_load)
     earlier = None if force else find_ingested(store, key)
     if earlier is not None:
         return {**earlier, "reused": True, "wall_time_s": time.perf_counter() - started}
