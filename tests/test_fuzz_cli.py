@@ -294,6 +294,18 @@ def test_a_placement_with_non_integers_is_refused(run, tmp_path):
     assert run(["evaluate", "p.json", *SMALL, "--json"])[0] == 2
 
 
+def test_predict_refuses_an_overloaded_placement_as_export_does(run, tmp_path):
+    document = placement_file_document()
+    document["node"] = [0] * len(document["node"])
+    document["worker"] = [0] * len(document["worker"])
+    write(tmp_path / "p.json", json.dumps(document))
+    evaluated = json.loads(run(["evaluate", "p.json", *SMALL, "--json"])[1])
+    assert evaluated["valid"] is False
+    code, _, err = run(["predict", "p.json", *SMALL])
+    assert code == 2 and "p.json: invalid placement, not predicted" in err, err
+    assert run(["export", "p.json", *SMALL, "--format", "storm"])[0] == 2
+
+
 # ---------------------------------------------------------------------------------------------
 # The seeded fuzz loop
 

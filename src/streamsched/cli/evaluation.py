@@ -81,5 +81,8 @@ def predict(
     a measurement; formulas in docs/evaluation.md)."""
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
     loaded = Placement.read(placement, task_graph, nodes)
+    problems = loaded.violations(task_graph, nodes)
+    if problems:  # as `export` refuses it and `evaluate` flags it (issue 16)
+        raise InputError(f"{placement}: invalid placement, not predicted: {problems[0]}")
     params = regime(model).with_(acking=acking) if acking else regime(model)
     console.print_json(data=finite_or_null(predict_placement(task_graph, nodes, loaded, params).to_dict()))
