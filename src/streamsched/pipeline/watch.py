@@ -53,6 +53,7 @@ from streamsched.pipeline.store import write_snapshot
 
 PATTERNS = ("traffic*.csv", "load*.csv")
 STATE_VERSION = 1
+KEEP_WINDOWS = 1000
 _COLUMNS = ["source", "kind", "reason", "raw", "ts", "topology", "a", "b", "operator", "v1", "v2"]
 
 
@@ -306,6 +307,11 @@ class Watch:
                     emitted.append(path)
                     self.replanner.on_graph(graph, path)
             state["emitted"][label] = emitted
+        # A run of days: keep the accounting of the last KEEP_WINDOWS emitted windows (rows late
+        # for an older one are still counted, in a fresh entry).
+        for label in sorted(state["emitted"], key=float)[:-KEEP_WINDOWS]:
+            state["emitted"].pop(label)
+            state["counts"].pop(label, None)
 
     @staticmethod
     def _mean_loads(loads: list[dict]) -> list[dict]:
