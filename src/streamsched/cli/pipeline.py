@@ -159,7 +159,13 @@ def watch(
     spark = _spark(master)
     runner = Watch(spark, resolve_path(directory, master), resolve_path(store, master), planner, window_s=window,
                    lateness_s=lateness, cluster_file=cluster_file)
-    _print(runner.run(available_now=once, poll_s=poll, timeout_s=timeout), False)
+    report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
+    if report["files_changed_after_read"]:
+        err_console.print(f"changed after they were read (not read again; write new files instead): "
+                          f"{', '.join(report['files_changed_after_read'])}")
+    if report["files_ignored"]:
+        err_console.print(f"ignored (neither traffic*.csv nor load*.csv): {', '.join(report['files_ignored'])}")
+    _print(report, False)
 
 
 @app.command()
