@@ -165,3 +165,34 @@ def test_local_search_moves_then_swaps():
     assert problem.violations(found) == [] and problem.cost(found) == 1
     roomy = build_problem([1, 1, 1, 1], [0, 2, 0], [1, 3, 3], [5.0, 5.0, 1.0], [4, 4])
     assert roomy.cost(LocalSearch(roomy).improve(start, time.perf_counter() + 5)) == 0  # moves alone
+
+
+def test_configuration_limit_grows_with_a_start_time_and_memory():
+    """Subsets of tasks as configurations: the large limit needs a start to price from, time
+    to enumerate and memory; without a start, or with little time, the old limit holds."""
+    import streamsched.solvers as solvers
+    from streamsched.solvers.formulations import MAX_CONFIGURATIONS, find_symmetry
+
+    g = measured("star-26", 2)
+    c = cluster("heterogeneous-10")
+    symmetry = find_symmetry(build_problem(g.load, g.src, g.dst, g.rate, c.capacity))
+    now = time.perf_counter()
+    assert solvers.configuration_limit(symmetry, None, now + 60, 4096) == MAX_CONFIGURATIONS
+    assert solvers.configuration_limit(symmetry, np.zeros(26), now + 1, 4096) == MAX_CONFIGURATIONS
+    assert solvers.configuration_limit(symmetry, np.zeros(26), now + 600, 4096) == solvers.MAX_LARGE_CONFIGURATIONS
+    assert MAX_CONFIGURATIONS < solvers.configuration_limit(symmetry, np.zeros(26), now + 60, 4096) \
+        < solvers.MAX_LARGE_CONFIGURATIONS
+    assert solvers.configuration_limit(symmetry, np.zeros(26), now + 600, 200) < solvers.MAX_LARGE_CONFIGURATIONS / 4
+
+
+def test_measured_micro_benchmark_proven_by_subsets_of_tasks():
+    """star-26 measured on heterogeneous-10: every task its own class, ~116k subsets of tasks
+    fit a node (more than the configuration model's usual 100k); with a start and 40 s the
+    configuration LP and reduced-cost fixing prove the optimum, and brute force over the
+    nodes of a smaller instance is not needed: the bound equals the cost."""
+    g, c = measured("star-26", 2), cluster("heterogeneous-10")
+    result = solve_placement(g.load, g.src, g.dst, g.rate, c.capacity, time_limit=40, workers=1,
+                             groups=g.task_operator)
+    assert result.formulation == "configurations"
+    assert result.status == "optimal" and result.bound == pytest.approx(result.objective)
+    assert result.wall_time_s < 40 * 1.1

@@ -25,7 +25,8 @@ import numpy as np
 from streamsched.errors import InputError
 from streamsched.solvers.backend import SolverLimitError
 from streamsched.solvers.bounds import grouped_configuration_bound, neighbourhood_bound, structural_groups
-from streamsched.solvers.formulations import ORDERED_ITEMS, assignment_model, configuration_model, find_symmetry
+from streamsched.solvers.formulations import (MAX_CONFIGURATIONS, ORDERED_ITEMS, assignment_model, configuration_model,
+                                              find_symmetry)
 from streamsched.solvers.local_search import LocalSearch, adjacency_matrix
 from streamsched.solvers.neighbourhoods import NeighbourhoodSearch
 from streamsched.solvers.problem import PlacementProblem, build_problem, greedy_assignment
@@ -75,6 +76,20 @@ FIRST_NEIGHBOURHOOD_SHARE, MODEL_SHARE, BOUND_SHARE = 0.25, 0.4, 0.15
 LOCAL_SHARE = 0.1
 #: The whole model may take at most this share of the remaining time to build.
 BUILD_SHARE = 0.3
+#: With a start to begin its column generation from, the configuration model may have up to
+#: this many columns (instead of formulations.MAX_CONFIGURATIONS) when its estimated build time
+#: (at most CONFIGURATION_SHARE of the time left: an enumeration that overflows is time lost)
+#: and memory fit: on measured graphs every task is its own class and a configuration is a
+#: subset of tasks; the measured 26-32-task micro-benchmarks have 87k-361k of them (built in
+#: at most 1.8 s, 0.6 GB), and the configuration LP then proves them optimal in seconds.
+MAX_LARGE_CONFIGURATIONS = 1_000_000
+CONFIGURATION_SHARE = 0.1
+SECONDS_PER_CONFIGURATION = 6e-6
+BYTES_PER_CONFIGURATION_CLASS = 40.0
+#: Building a restricted configuration program costs about this per column (CP-SAT's Python
+#: model building: 67,829 columns took 7.4 s on the loaded 2-core machine), so a program that
+#: could not even be built in its share of the time left is not started.
+SECONDS_PER_RESTRICTED_COLUMN = 1e-4
 
 
 def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0, backend: str = "cp-sat",
@@ -140,7 +155,8 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
     symmetry = find_symmetry(problem)
     milp, note = None, ""
     if formulation != "assignment":
-        milp = configuration_model(problem, symmetry)
+        milp = configuration_model(problem, symmetry,
+                                   configuration_limit(symmetry, start, deadline, memory_limit_mb))
     if milp is None and formulation == "configurations":
         raise InputError("formulation: the configuration model is too large here; use 'assignment' or 'auto'")
     work = time_limit if work_limit is None else float(work_limit)
@@ -148,6 +164,10 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
     if milp is not None:
         search.milp = milp
         search.with_reduced_costs()
+        if not search.proven and not search.infeasible and milp.n_vars > MAX_CONFIGURATIONS:
+            # a large model the LP or its restricted programs did not finish: the grouped bound
+            # (cheap) may still be the better bound
+            search.grouped_bound(adjacency, groups, BOUND_SHARE * work)
         if not search.proven and not search.infeasible:
             search.improve(adjacency, work)
     else:
@@ -179,6 +199,15 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
     status = "optimal" if objective - bound <= 1e-6 * max(1.0, abs(objective)) else "feasible"
     return done(search.best, objective, bound, status, formulation=name, moved=problem.moved(search.best),
                 start_objective=start_objective, bound_source=search.bound_source, note=note)
+
+
+def configuration_limit(symmetry, start, deadline: float, memory_limit_mb: float) -> int:
+    """Most columns the configuration model may have (:data:`MAX_LARGE_CONFIGURATIONS`)."""
+    if start is None:  # the LP would be one large solve instead of a column generation
+        return MAX_CONFIGURATIONS
+    by_time = CONFIGURATION_SHARE * max(0.0, deadline - time.perf_counter()) / SECONDS_PER_CONFIGURATION
+    by_memory = memory_limit_mb * 2**20 / (BYTES_PER_CONFIGURATION_CLASS * max(1, len(symmetry.class_items)))
+    return int(max(MAX_CONFIGURATIONS, min(MAX_LARGE_CONFIGURATIONS, by_time, by_memory)))
 
 
 def _share(deadline: float, share: float) -> float:
@@ -317,7 +346,10 @@ class _Search:
             threshold = min(tau, needed)
             keep = lp.reduced_cost <= threshold + 1e-9
             final = threshold >= needed or bool(keep.all())
-            status, restricted_bound = self.run(restrict(self.milp, keep), 1.0 if final else self.STAGE_SHARE)
+            share = 1.0 if final else self.STAGE_SHARE
+            if int(keep.sum()) * SECONDS_PER_RESTRICTED_COLUMN > share * (self.deadline - time.perf_counter()):
+                return  # building that program alone would overrun: the search phases take the rest
+            status, restricted_bound = self.run(restrict(self.milp, keep), share)
             if status == "infeasible" and keep.all():
                 self.infeasible = True
                 return
