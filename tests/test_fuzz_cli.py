@@ -349,6 +349,9 @@ def _cluster(rng: random.Random) -> str:
     if choice == 1:
         field = rng.choice(["capacity", "slots", "speed", "memory_mb", "kind", "name", "rack", "bandwidth"])
         return f"name: c\nnodes:\n  - {{name: a, capacity: 4, {field}: {rng.choice(NUMBERS + ['edge', 'cloud', 'x'])}}}\n"
+    if choice == 5:  # edge and cloud nodes
+        return (f"name: c\nnodes:\n  - {{name: e, capacity: {rng.choice(['1', '0.5', '.nan', '0'])}, kind: edge}}\n"
+                f"  - {{name: v, capacity: 8, kind: {rng.choice(['cloud', 'edge', 'x'])}}}\n")
     if choice == 2:
         return f"name: c\nnode_types:\n  - {{count: {rng.choice(NUMBERS)}, capacity: {rng.choice(NUMBERS)}}}\n"
     if choice == 3:
@@ -457,7 +460,8 @@ def _case(rng: random.Random, tmp_path: Path, good_placement: dict) -> list:
         cluster = write(tmp_path / "c.yaml", _cluster(rng))
     if rng.random() < 0.1:
         cluster = rng.choice(["thesis-9-s0", "high-low-0-0", "high-low-x", "nosuch", "c.yml", "thesis-9-s-1"])
-    scheduler = rng.choice(["even", "ols", "i-scheduler", "r-storm", "isolation", "nosuch", "t3"])
+    scheduler = rng.choice(["even", "ols", "i-scheduler", "r-storm", "isolation", "nosuch", "t3", "metis", "gr-storm",
+                            "top-storm", "a3-storm", "ban-storm", "topset", "cloud-only"])
     params = []
     if rng.random() < 0.3:
         params = ["-p", rng.choice(["theta=nan", "theta=-1", "theta=1e308", "workers=-1", "workers=1e9", "x",
@@ -477,7 +481,8 @@ def _case(rng: random.Random, tmp_path: Path, good_placement: dict) -> list:
             schedulers = "cluster" if "-w" not in graph else "even,ols,i-scheduler"
         if schedulers == "cluster" and not params:
             params = ["-p", "time_limit=1"]  # optimal's: the fuzz loop stays fast
-        return ["compare", *graph, "-c", cluster, "--schedulers", schedulers, *params, "--json"]
+        report = ["--report", rng.choice(["r/report.html", "no/such/r.html", "r.txt", "."])] if rng.random() < 0.15 else []
+        return ["compare", *graph, "-c", cluster, "--schedulers", schedulers, *params, *report, "--json"]
     if command == "gen-metrics" and rng.random() < 0.3:
         return ["gen-metrics", "-w", "wordcount", "-c", "high-low-1-2", "--placement", placement, "--format", "storm-log",
                 "--rows", "200", "--out", rng.choice(["m", "placement.json"])]
