@@ -306,6 +306,26 @@ def test_predict_refuses_an_overloaded_placement_as_export_does(run, tmp_path):
     assert run(["export", "p.json", *SMALL, "--format", "storm"])[0] == 2
 
 
+def test_a_placement_for_another_cluster_is_refused(run, tmp_path):
+    placement = placement_file(tmp_path, run)  # wordcount on high-low-1-2
+    write(tmp_path / "same-names.yaml", "name: high-low-1-2\nnodes:\n  - {name: n1, capacity: 100}\n"
+                                        "  - {name: n2, capacity: 100}\n  - {name: n3, capacity: 100}\n")
+    for argv in (["evaluate", placement, "-w", "wordcount", "-c", "high-low-2-1", "--json"],
+                 ["evaluate", placement, "-w", "wordcount", "-c", "same-names.yaml", "--json"],
+                 ["predict", placement, "-w", "wordcount", "-c", "same-names.yaml"],
+                 ["export", placement, "-w", "wordcount", "-c", "same-names.yaml", "--format", "heron"],
+                 ["replan", placement, "-w", "wordcount", "-c", "same-names.yaml"]):
+        code, _, err = run(argv)
+        assert code == 2 and "made for cluster 'high-low-1-2'" in err, (argv, err)
+
+
+def test_an_engine_reading_round_trips_through_its_cluster_file(run, tmp_path):
+    fixture = REPO / "tests" / "fixtures" / "storm_ui" / "wordcount"
+    assert run(["read-engine", "storm-ui", "--dir", fixture, "--out", "now", "--json"])[0] == 0
+    code, out, err = run(["evaluate", "now/placement.json", "-g", "now/graph.json", "-c", "now/cluster.yaml", "--json"])
+    assert code == 0 and json.loads(out)["valid"], err
+
+
 # ---------------------------------------------------------------------------------------------
 # The seeded fuzz loop
 

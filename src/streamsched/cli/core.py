@@ -57,6 +57,21 @@ def load_cluster(spec: str) -> Cluster:
     return workloads.cluster(spec)
 
 
+def read_placement(path: Path, graph: TaskGraph, nodes: Cluster) -> Placement:
+    """A placement file for ``graph`` on ``nodes``; one made for another cluster (its name, or
+    its content fingerprint, differs) is refused (exit 2) rather than read by node names."""
+    from streamsched.io import read_document
+
+    data = read_document(path)
+    if isinstance(data, dict):
+        made_for, fingerprint = data.get("cluster"), data.get("cluster_hash")
+        if (isinstance(made_for, str) and made_for != nodes.name
+                or isinstance(fingerprint, str) and fingerprint != nodes.fingerprint()):
+            raise InputError(f"{path}: made for cluster {made_for!r} (fingerprint {fingerprint}), not {nodes.name!r} "
+                             f"(fingerprint {nodes.fingerprint()}); give its cluster with --cluster")
+    return Placement.from_dict(data, graph, nodes, where=str(path))
+
+
 def check_output_file(path: Optional[Path], option: str = "--out") -> None:
     """Before any work: ``path`` must be writable as a file (its directory exists, it is not a
     directory), else one line naming it (exit 2)."""
@@ -182,7 +197,7 @@ def evaluate(
 ) -> None:
     """Metrics of a placement file: traffic, nodes used, balance, validity."""
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
-    loaded = Placement.read(placement, task_graph, nodes)
+    loaded = read_placement(placement, task_graph, nodes)
     metrics = evaluate_placement(task_graph, loaded, nodes)
     if as_json:
         console.print_json(data=finite_or_null(metrics))

@@ -11,12 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import ClusterOpt, GraphOpt, WorkloadOpt, finite_or_null, load_cluster, load_graph
+from streamsched.cli.core import ClusterOpt, GraphOpt, WorkloadOpt, finite_or_null, load_cluster, load_graph, read_placement
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.registry import experiments
 from streamsched.evaluation.experiments.runner import reproduce as run_reproduction
 from streamsched.evaluation.performance import REGIMES, predict as predict_placement, regime
-from streamsched.model import Placement
 from streamsched.schedulers import available
 
 console = Console()
@@ -80,7 +79,7 @@ def predict(
     """The performance model's throughput, latency and bottleneck for a placement (a model, not
     a measurement; formulas in docs/evaluation.md)."""
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
-    loaded = Placement.read(placement, task_graph, nodes)
+    loaded = read_placement(placement, task_graph, nodes)
     problems = loaded.violations(task_graph, nodes)
     if problems:  # as `export` refuses it and `evaluate` flags it (issue 16)
         raise InputError(f"{placement}: invalid placement, not predicted: {problems[0]}")

@@ -9,11 +9,10 @@ from typing import Optional
 import typer
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import (ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, check_output_file, console,
+from streamsched.cli.core import (ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, check_output_file, console, read_placement,
                                   finite_or_null, load_cluster, load_graph, parse_params)
 from streamsched.errors import InputError
 from streamsched.metrics import evaluate as evaluate_placement
-from streamsched.model import Placement
 from streamsched.schedulers import get_scheduler
 
 
@@ -38,7 +37,7 @@ def replan(
         raise InputError(f"--migration-cost: must be a number in [0, {MAX_MIGRATION_COST:g}], got {migration_cost}")
     check_output_file(out)
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
-    running = Placement.read(current, task_graph, nodes)
+    running = read_placement(current, task_graph, nodes)
     with err_console.status(f"re-planning {task_graph.name}"):
         placement = get_scheduler("optimal", **parse_params(param)).replan(
             task_graph, nodes, running, migration_cost=migration_cost, seed=seed)

@@ -13,9 +13,8 @@ import typer
 from rich.console import Console
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, load_cluster, load_graph, parse_params
+from streamsched.cli.core import ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, load_cluster, load_graph, parse_params, read_placement
 from streamsched.errors import InputError
-from streamsched.model import Placement
 
 console = Console()
 
@@ -58,7 +57,7 @@ def gen_metrics(
 
     task_graph = load_graph(workload, graph)
     nodes = load_cluster(cluster)
-    placed = Placement.read(placement, task_graph, nodes) if placement is not None else None
+    placed = read_placement(placement, task_graph, nodes) if placement is not None else None
     summary = generate_metrics(task_graph, out, rows=rows, fmt=fmt, placement=placed, cluster=nodes, seed=seed,
                                dirty=dirty, noise=noise, skew=skew, rate_scale=rate_scale,
                                rows_per_file=rows_per_file)
@@ -223,7 +222,7 @@ def export(
     elif storm_ui_dir is not None or supervisor or ackers is not None or executors:
         raise InputError("--storm-ui-dir, --supervisor, --ackers, --executors: only for --format storm")
     document = export_placement(
-        fmt, task_graph, nodes, Placement.read(placement, task_graph, nodes), per=per, storm=storm,
+        fmt, task_graph, nodes, read_placement(placement, task_graph, nodes), per=per, storm=storm,
         heron=given(cpu_per_load=cpu_per_load, topology_id=topology_id),
         kubernetes=given(image=image, kind=kinds[kind.lower()], cpu_per_load=cpu_per_load))
     if as_yaml:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -123,6 +125,12 @@ class Cluster:
                 for n in self.nodes
             ],
         }
+
+    def fingerprint(self) -> str:
+        """16 hex digits of SHA-256 over the cluster's canonical JSON: a placement file carries
+        it, so that a placement made for another cluster with the same node names is noticed."""
+        text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "cluster") -> Cluster:

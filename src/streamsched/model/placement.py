@@ -93,6 +93,7 @@ class Placement:
             "format": FORMAT,
             "graph": graph.name,
             "cluster": cluster.name,
+            "cluster_hash": cluster.fingerprint(),
             "metadata": dict(self.metadata),
             "nodes": [n.name for n in cluster.nodes],
             "tasks": graph.task_ids.tolist(),
