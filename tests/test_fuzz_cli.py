@@ -33,7 +33,7 @@ from streamsched.cli import main
 #: Time bound of one case, seconds.
 CASE_SECONDS = 20
 #: Generated cases (the seeded fuzz loop); the run time of the whole file stays under a minute.
-FUZZ_CASES = 300
+FUZZ_CASES = 250
 SEED = 16
 
 REPO = Path(__file__).resolve().parents[1]
