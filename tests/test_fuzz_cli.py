@@ -178,8 +178,6 @@ def test_named_bad_inputs(run, argv, code, message):
     assert got == code and message in err, err
 
 
-@pytest.mark.xfail(reason="watch (the pipeline's) starts Spark before it checks --window; left to its owner",
-                   strict=False)
 def test_watch_window_zero_is_refused_before_spark(run, tmp_path, monkeypatch):
     import streamsched.cli.pipeline as pipeline_cli
 

@@ -6,6 +6,7 @@ Spark is imported only inside the commands that run it, so the CLI starts withou
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -140,6 +141,10 @@ def watch(
     from streamsched.schedulers import get_scheduler
     from streamsched.schedulers.replanning import Replanner
 
+    for flag, value, least in (("--window", window, 0.0), ("--poll", poll, 0.0), ("--lateness", lateness, None)):
+        if not math.isfinite(value) or (value <= least if least is not None else value < 0):
+            raise InputError(f"{flag}: {value!r}; must be a finite number of seconds "
+                             + (f"> {least:g}" if least is not None else ">= 0"))
     if not directory.is_dir():
         raise InputError(f"{directory}: not a directory")
     planner_scheduler = get_scheduler(scheduler, **parse_params(param))
