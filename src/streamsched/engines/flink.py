@@ -57,6 +57,7 @@ import numpy as np
 
 from streamsched.engines.rest_client import HTTPStatusError, get_json
 from streamsched.errors import InputError
+from streamsched.io import read_document
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import NO_WORKER, Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -643,24 +644,13 @@ def save_capture(capture: Capture, directory: str | Path) -> Path:
     return directory
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-
-
 def _read_tree(root: Path) -> dict[str, Any]:
     documents = {}
     for path in sorted(root.rglob("*.json")):
         key = path.relative_to(root).as_posix()[: -len(".json")]
         if key == "capture":
             continue
-        documents[key] = _read_json(path)
+        documents[key] = read_document(path)
     return documents
 
 
@@ -671,7 +661,7 @@ def load_capture(directory: str | Path) -> Capture:
         raise InputError(f"{directory}: not a directory")
     manifest_path = directory / CAPTURE_FILE
     if manifest_path.is_file():
-        manifest = _read_json(manifest_path)
+        manifest = read_document(manifest_path)
         w = str(manifest_path)
         if _get(manifest, "format", w, str) != FORMAT:
             raise InputError(f"{w}.format: expected {FORMAT!r}")

@@ -38,6 +38,7 @@ from streamsched.engines.storm.plan import (
     STORM_DEFAULT_SLOTS, StormExecutor, StormLayout, is_system, java_order, nimbus_task_ids, worker_ports,
 )
 from streamsched.errors import InputError
+from streamsched.io import read_document
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -330,19 +331,8 @@ def read_dir(directory: str | Path, window: str | None = None) -> StormUIData:
     documents: dict[str, Any] = {}
     for path in sorted(directory.glob("*.json")):
         if path.name == TOPOLOGY_FILE or path.name == SUPERVISORS_FILE or path.name.startswith("component-"):
-            documents[path.name] = _read_json(path)
+            documents[path.name] = read_document(path)
     return from_documents(documents, str(directory), window)
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
 
 
 # ------------------------------------------------------------------------------------ live
