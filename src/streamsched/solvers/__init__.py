@@ -171,7 +171,12 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
         if not search.proven and not search.infeasible:
             search.improve(adjacency, work)
     else:
-        search.improve(adjacency, FIRST_NEIGHBOURHOOD_SHARE * work)
+        # Each phase also ends by its share of the wall time left now: the work budget alone
+        # (CP-SAT deterministic seconds) ran 5x longer than its share on the loaded machine and
+        # left the whole model and the bound no time at all.
+        window_start, window = time.perf_counter(), max(0.0, deadline - time.perf_counter())
+        phase_end = lambda share: window_start + share * window
+        search.improve(adjacency, FIRST_NEIGHBOURHOOD_SHARE * work, phase_end(FIRST_NEIGHBOURHOOD_SHARE))
         nonzeros = assignment_model_size(problem)
         megabytes = nonzeros * BYTES_PER_NONZERO / 2**20
         build_seconds = nonzeros * SECONDS_PER_NONZERO
@@ -183,9 +188,10 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
                     f"{BUILD_SHARE:.0%} of the time left: local and neighbourhood search alone")
         elif not search.proven:
             search.milp = assignment_model(problem, symmetry)
-            search.run_full(MODEL_SHARE * work)
+            search.run_full(MODEL_SHARE * work, phase_end(FIRST_NEIGHBOURHOOD_SHARE + MODEL_SHARE))
         if not search.proven and not search.infeasible:
-            search.grouped_bound(adjacency, groups, BOUND_SHARE * work)
+            search.grouped_bound(adjacency, groups, BOUND_SHARE * work,
+                                 phase_end(FIRST_NEIGHBOURHOOD_SHARE + MODEL_SHARE + BOUND_SHARE))
         if not search.proven and not search.infeasible:
             search.improve(adjacency, (1 - FIRST_NEIGHBOURHOOD_SHARE - MODEL_SHARE - BOUND_SHARE) * work)
     name = milp.name if milp is not None else search.milp.name if search.milp is not None else "neighbourhoods"
@@ -293,25 +299,30 @@ class _Search:
             return raw.status, raw.bound + milp.offset
         return raw.status, -math.inf
 
-    def run_full(self, work: float) -> None:
-        """The whole program with ``work`` deterministic seconds (the deadline as the limit)."""
-        status, bound = self.run(self.milp, 1.0, work)
+    def run_full(self, work: float, until: float | None = None) -> None:
+        """The whole program with ``work`` deterministic seconds, until ``until`` (default: the
+        deadline)."""
+        left = self.deadline - time.perf_counter()
+        share = 1.0 if until is None or left <= 0 else min(1.0, max(0.0, until - time.perf_counter()) / left)
+        status, bound = self.run(self.milp, share, work)
         self.infeasible = status == "infeasible"
         self.raise_bound(bound, f"{self.milp.name} model ({self.module.__name__.rsplit('.', 1)[-1]})")
 
-    def improve(self, adjacency, work: float) -> None:
-        """Neighbourhood search (CP-SAT on a few nodes) for ``work``, then local search."""
-        if self.best is None or self.proven or time.perf_counter() >= self.deadline:
+    def improve(self, adjacency, work: float, until: float | None = None) -> None:
+        """Neighbourhood search (CP-SAT on a few nodes) for ``work``, then local search, until
+        ``until`` (default: the deadline)."""
+        until = self.deadline if until is None else min(until, self.deadline)
+        if self.best is None or self.proven or time.perf_counter() >= until:
             return
         from streamsched.solvers import cpsat
 
         search = NeighbourhoodSearch(self.problem, adjacency, cpsat, self.seed)
-        found = search.improve(self.best, self.deadline, work)
-        self.offer(LocalSearch(self.problem, adjacency).improve(found, self.deadline))
+        found = search.improve(self.best, until, work)
+        self.offer(LocalSearch(self.problem, adjacency).improve(found, until))
 
-    def grouped_bound(self, adjacency, groups, work: float) -> None:
+    def grouped_bound(self, adjacency, groups, work: float, until: float | None = None) -> None:
         """The grouped configuration bound (:mod:`streamsched.solvers.bounds`)."""
-        until = min(self.deadline, time.perf_counter() + work)
+        until = min(self.deadline, time.perf_counter() + work, math.inf if until is None else until)
         if time.perf_counter() >= until:
             return
         if groups is None:
