@@ -159,13 +159,17 @@ def _write_json(path: Path, data: Any) -> None:
         os.fsync(handle.fileno())
 
 
-def write_run_report(store: str | Path, run_id: str, report: dict[str, Any]) -> Path:
-    path = Path(store) / "runs" / f"{run_id}.json"
+def _replace_json(path: Path, data: Any) -> Path:
+    """``data`` as JSON at ``path``, atomically (a temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    _write_json(tmp, report)
+    _write_json(tmp, data)
     os.replace(tmp, path)
     return path
+
+
+def write_run_report(store: str | Path, run_id: str, report: dict[str, Any]) -> Path:
+    return _replace_json(Path(store) / "runs" / f"{run_id}.json", report)
 
 
 # --------------------------------------------------------------------------- run hygiene
@@ -245,9 +249,4 @@ def find_ingested(store: str | Path, key: str) -> dict[str, Any] | None:
 
 
 def record_ingested(store: str | Path, key: str, report: dict[str, Any]) -> Path:
-    path = Path(store) / "ingested" / f"{key}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    _write_json(tmp, report)
-    os.replace(tmp, path)
-    return path
+    return _replace_json(Path(store) / "ingested" / f"{key}.json", report)
