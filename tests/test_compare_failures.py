@@ -48,15 +48,6 @@ def test_out_of_memory_keeps_the_report(monkeypatch, tmp_path, capsys):
     assert "even" in out and "error" in out  # the table is printed too
 
 
-def test_infeasible_rows_alone_exit_0(tmp_path, capsys):
-    (tmp_path / "g.csv").write_text("src,dst,rate\n1,2,5\n")
-    (tmp_path / "c.yaml").write_text("name: tiny\nnodes:\n  - {name: a, capacity: 1.5}\n")
-    code, out, _ = run(capsys, "compare", "--graph", str(tmp_path / "g.csv"), "-c", str(tmp_path / "c.yaml"),
-                       "--schedulers", "even,t3", "--json")
-    assert code == 0
-    assert {row["status"] for row in json.loads(out)["results"]} == {"infeasible"}
-
-
 def test_metis_messages_stay_off_stdout(tmp_path):
     """Two tasks into ten parts (one per node of homogeneous-10): METIS prints
     ``***Cannot bisect a graph with 0 vertices!`` on file descriptor 1 (a subprocess, since

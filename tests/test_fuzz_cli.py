@@ -172,6 +172,8 @@ SMALL = ["-w", "wordcount", "-c", "high-low-1-2"]
     (["gen-metrics", *SMALL, "--out", "m", "--rate-scale", "nan"], 2, "--rate-scale"),
     (["edge", "simulate", "--seed", "-1", "--out", "e", "--intervals", "1", "--no-figures"], 2, "--seed"),
     (["list", "nosuch"], 2, "nosuch"),
+    (["schedule", *SMALL, "-s", "ga-incremental", "-p", "mutation=nan"], 2, "mutation"),
+    (["schedule", *SMALL, "-s", "ga-global", "-p", "mutation=inf"], 2, "mutation"),
 ])
 def test_named_bad_inputs(run, argv, code, message):
     got, _, err = run(argv)
@@ -245,6 +247,16 @@ def test_out_paths(run, tmp_path, command, where):
         assert code == 0, err  # a file output replaces the file
     else:
         assert code == 2 and out.split("/")[0] in err, err
+
+
+def test_compare_exits_3_when_every_scheduler_finds_the_graph_infeasible(run, tmp_path):
+    # issue 16: "compare exits 0 when every scheduler is infeasible"; wordcount needs load 25
+    write(tmp_path / "tiny.yaml", "name: tiny\nnodes:\n  - {name: a, capacity: 1}\n")
+    code, out, err = run(["compare", "-w", "wordcount", "-c", "tiny.yaml", "--schedulers", "even,ols", "--json"])
+    assert code == 3 and "every one found it infeasible (first reason: graph 'wordcount' needs load 25" in err, err
+    assert [row["status"] for row in json.loads(out)["results"]] == ["infeasible", "infeasible"]
+    write(tmp_path / "roomy.yaml", "name: roomy\nnodes:\n  - {name: a, capacity: 13}\n  - {name: b, capacity: 13}\n")
+    assert run(["compare", "-w", "wordcount", "-c", "roomy.yaml", "--schedulers", "even,ols", "--json"])[0] == 0
 
 
 def test_rates_of_1e308_give_valid_json(run, tmp_path):

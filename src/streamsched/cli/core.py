@@ -16,7 +16,7 @@ from streamsched import workloads
 from streamsched.cli.app import app, err_console
 from streamsched.comparison import compare as run_compare
 from streamsched.comparison import resolve_names
-from streamsched.errors import InputError
+from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate as evaluate_placement
 from streamsched.model import Cluster, Placement, TaskGraph, Topology
 from streamsched.model.graph_files import read_graph
@@ -230,7 +230,8 @@ def compare(
     """Run several schedulers on one workload and cluster and compare them.
 
     A scheduler that crashes, runs out of memory or times out gets a row with status ``error``
-    and its reason; the other rows are printed and the exit code is 4.
+    and its reason; the other rows are printed and the exit code is 4. When no scheduler
+    places the graph (every row infeasible or skipped) the exit code is 3.
     """
     task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
     names = resolve_names(schedulers, nodes)
@@ -253,15 +254,21 @@ def compare(
             status.update(f"writing {report}")
             written = write_report(report, task_graph, nodes, outcomes, seed=seed)
             err_console.print("report: " + ", ".join(str(p) for p in written), highlight=False)
+    placed_none = bool(rows) and all(row.get("status") in ("infeasible", "skipped") for row in rows) \
+        and any(row.get("status") == "infeasible" for row in rows)
     if as_json:
         document = {"workload": task_graph.name, "cluster": nodes.name, "seed": seed, "results": rows}
         console.print_json(data=finite_or_null(document))
-    else:
+    elif not placed_none:
         _print_compare_table(task_graph, nodes, seed, rows)
     failed = [row["scheduler"] for row in rows if row.get("status") == "error"]
     if failed:
         err_console.print(f"{len(failed)} of {len(rows)} schedulers failed: {', '.join(failed)}", highlight=False)
         raise typer.Exit(EXIT_SOME_FAILED)
+    if placed_none:
+        reason = next(row["error"] for row in rows if row.get("status") == "infeasible")
+        raise InfeasibleError(f"no scheduler placed {task_graph.name} on {nodes.name}, every one found it "
+                              f"infeasible (first reason: {reason})")
 
 
 def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: list[dict[str, Any]]) -> None:
