@@ -289,3 +289,67 @@ def collect_log(
         collector.follow(poll, timeout)
     except KeyboardInterrupt:
         pass
+
+
+def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[float]) -> None:
+    """Poll the collector ``make_collector()`` builds; every chunk and counter reset on stderr."""
+    if not (math.isfinite(interval) and interval > 0):
+        raise InputError(f"--interval: {interval!r}; must be a finite number of seconds > 0")
+    collector = make_collector()
+
+    def report(side) -> None:
+        err_console.print(f"chunk {side['rows']} pairs over {side['seconds']:.1f} s "
+                          f"({len(side['resets'])} counter resets)", highlight=False)
+        for reset in side["resets"]:
+            where = reset.get("executor") or reset.get("subtask")
+            err_console.print(f"counter reset: {where}: {reset['reason']}; counted {reset['counted']}", highlight=False)
+        for warning in side["warnings"]:
+            err_console.print(f"warning: {warning}", highlight=False)
+
+    if once:  # a reading (the first one is the base of the next difference), then stop
+        side = collector.poll()
+        if side is not None:
+            report(side)
+        print(json.dumps({"chunk": side, "next_seq": collector.state["seq"]}, default=str))
+        return
+    try:
+        collector.follow(interval, timeout, report)
+    except KeyboardInterrupt:
+        pass
+
+
+@collect_app.command("storm-ui")
+def collect_storm_ui(
+    url: str = typer.Option(..., "--url", help="Storm UI, e.g. http://nimbus:8080"),
+    topology_id: str = typer.Option(..., "--topology-id", help="the id Storm gave the topology"),
+    out: Path = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)"),
+    interval: float = typer.Option(60.0, "--interval", help="seconds between readings"),
+    once: bool = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+    http_timeout: float = typer.Option(10.0, "--http-timeout", help="seconds to wait for the UI's answer"),
+) -> None:
+    """Poll the Storm UI REST API (window :all-time) every INTERVAL: each interval's tuples
+    per executor pair and busy cores into chunks traffic-/load-storm-<id>-<seq>.csv; counter
+    resets (a restarted worker) counted from zero and reported; a restart continues from OUT."""
+    from streamsched.pipeline.collect_rest import StormUICollector
+
+    _follow_rest(lambda: StormUICollector(url, topology_id, out, http_timeout), interval, once, timeout)
+
+
+@collect_app.command("flink")
+def collect_flink(
+    url: str = typer.Option(..., "--url", help="Flink JobManager, e.g. http://jobmanager:8081"),
+    job_id: Optional[str] = typer.Option(None, "--job-id", help="default: the only running job"),
+    out: Path = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)"),
+    interval: float = typer.Option(60.0, "--interval", help="seconds between readings"),
+    once: bool = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+    http_timeout: float = typer.Option(10.0, "--http-timeout", help="seconds to wait for the JobManager's answer"),
+) -> None:
+    """Poll a Flink job's REST API every INTERVAL (one consistent metrics fetch per reading):
+    each interval's records and bytes per subtask pair and busy cores into chunks
+    traffic-/load-flink-<job id>-<seq>.csv; restarted subtasks counted from zero and reported;
+    a restart continues from OUT."""
+    from streamsched.pipeline.collect_rest import FlinkCollector
+
+    _follow_rest(lambda: FlinkCollector(url, out, job_id, http_timeout), interval, once, timeout)

@@ -341,6 +341,17 @@ def fetch(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: flo
     """Ask a live Storm UI (``http://host:8080``) for the topology page (``sys=1``), the
     supervisor summary and every component's page; ``save_dir`` keeps the responses in the
     layout :func:`read_dir` reads. An unreachable UI is one ``InputError``."""
+    documents = fetch_documents(url, topology_id, window, timeout)
+    if save_dir is not None:
+        save_dir = Path(save_dir)
+        save_dir.mkdir(parents=True, exist_ok=True)
+        for name, doc in documents.items():
+            (save_dir / name).write_text(json.dumps(doc, indent=1) + "\n")
+    return from_documents(documents, url, str(window))
+
+
+def fetch_documents(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: float = 10.0) -> dict[str, Any]:
+    """The responses :func:`fetch` reads, keyed by the file names of the saved layout."""
     window = str(window)
     if window not in WINDOWS:
         raise InputError(f"--window: {window!r} is not one of {', '.join(WINDOWS)}")
@@ -357,12 +368,7 @@ def fetch(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: flo
         sys_flag = 1 if is_system(component.name) else 0
         page_url = f"{topo_url}/component/{quote(component.name, safe='')}?{query}&sys={sys_flag}"
         documents[component_file(component.name)] = _get_json(page_url, timeout)
-    if save_dir is not None:
-        save_dir = Path(save_dir)
-        save_dir.mkdir(parents=True, exist_ok=True)
-        for name, doc in documents.items():
-            (save_dir / name).write_text(json.dumps(doc, indent=1) + "\n")
-    return from_documents(documents, url, window)
+    return documents
 
 
 def _get_json(url: str, timeout: float) -> Any:

@@ -1,0 +1,311 @@
+"""REST collectors (issue 15, item 1) against a local HTTP server serving the recorded answers:
+the Storm UI fixture (tests/fixtures/storm_ui, shaped as storm-webapp writes it) turned into
+cumulative ``:all-time`` readings, and the real Flink 2.3 capture (tests/fixtures/flink/live-job).
+Per-interval counts are checked by hand against the fixtures' raw numbers; a restarted worker
+(counters and uptime fall) is counted from zero and reported; a kill after the state save and a
+restart write every chunk exactly once."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from streamsched.cli import main
+from streamsched.engines import flink
+from streamsched.engines.storm import ui_rest
+from streamsched.pipeline import collect_rest
+from streamsched.pipeline.collect_rest import FlinkCollector, StormUICollector
+
+FIXTURES = Path(__file__).parent / "fixtures"
+STORM = FIXTURES / "storm_ui" / "wordcount"
+TOPOLOGY_ID = "wordcount-3-1714557000"
+NODE2 = "node2.example.com"
+FLINK = FIXTURES / "flink" / "live-job"
+
+
+# ------------------------------------------------------------------------ servers
+class _Server:
+    """A threaded HTTP server answering GETs with ``answer(path parts, query) -> doc | None``."""
+
+    def __init__(self, answer):
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                url = urlparse(self.path)
+                parts = [unquote(p) for p in url.path.split("/") if p]
+                with outer.lock:
+                    doc = answer(parts, url.query)
+                body = json.dumps(doc if doc is not None else {"errors": ["not found"]}).encode()
+                self.send_response(200 if doc is not None else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _storm_fixture() -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text()) for p in STORM.glob("*.json") if p.name != "generator-truth.json"}
+
+
+def storm_reading(scale, uptime) -> dict[str, dict]:
+    """The fixture's counts as cumulative ``:all-time`` counters: executor e's counts times
+    ``scale(e)``, its uptime ``uptime(e)``; each bolt input the bolt's executions scaled alike."""
+    docs = _storm_fixture()
+    for name, doc in docs.items():
+        if name == "supervisors.json":
+            continue
+        doc["window"] = ":all-time"
+        rows = doc.get("executorStats", [])
+        before = sum(r.get("executed", 0) for r in rows)
+        for r in rows:
+            k = scale(r)
+            for key in ("emitted", "transferred", "acked", "executed"):
+                if key in r:
+                    r[key] = r[key] * k
+            r["uptimeSeconds"] = uptime(r)
+        after = sum(r.get("executed", 0) for r in rows)
+        for i in doc.get("inputStats", []):
+            i["executed"] = i["executed"] * after / before
+    return docs
+
+
+@pytest.fixture()
+def storm_server():
+    state = {"docs": storm_reading(lambda r: 1, lambda r: r["uptimeSeconds"]), "on_topology": None}
+
+    def answer(parts, query):
+        assert "window=%3Aall-time" in query or parts[-1] == "summary"
+        if parts[-1] == TOPOLOGY_ID and state["on_topology"]:
+            state["on_topology"]()
+        name = ("supervisors.json" if parts[-1] == "summary" else "topology.json" if parts[-1] == TOPOLOGY_ID
+                else ui_rest.component_file(parts[-1]))
+        return state["docs"].get(name)
+
+    server = _Server(answer)
+    server.state = state
+    yield server
+    server.close()
+
+
+def _chunk(out: Path, kind: str, seq: int) -> list[dict]:
+    [path] = [*out.glob(f"{kind}-storm-*-{seq:08d}.csv"), *out.glob(f"{kind}-flink-*-{seq:08d}.csv")]
+    with open(path) as handle:
+        return list(csv.DictReader(handle))
+
+
+def _pairs(rows) -> dict[tuple[int, int], float]:
+    out = {}
+    for r in rows:
+        key = (int(r["src_task"]), int(r["dst_task"]))
+        out[key] = out.get(key, 0.0) + float(r["tuples"])
+    return out
+
+
+# ------------------------------------------------------------------------ Storm UI
+def test_storm_ui_intervals_by_hand_and_a_worker_restart(storm_server, tmp_path):
+    clock = iter([1000.0, 1600.0, 2200.0])
+    out = tmp_path / "chunks"
+    collector = StormUICollector(storm_server.url, TOPOLOGY_ID, out, clock=lambda: next(clock))
+    assert collector.poll() is None  # the first reading is the base of the next difference
+    assert list(out.glob("*.csv")) == []
+    # 600 s later every counter grew by the fixture's counts.
+    storm_server.state["docs"] = storm_reading(lambda r: 2, lambda r: r["uptimeSeconds"] + 600)
+    side = collector.poll()
+    assert side["covers"] == [1000.0, 1600.0] and side["resets"] == [] and side["kind"] == "traffic"
+    pairs = _pairs(_chunk(out, "traffic", 1))
+    # spout -> split (shuffle): sender share of the spouts' transfers (300000 of 300000 + 288000
+    # + 218400 + 300000 + 294000), times split [17]'s 186760 executions (its only input).
+    assert pairs[(25, 17)] == pytest.approx(300000 / 1400400 * 186760)
+    # split -> count: [17]'s share of split's transfers (5 x 1494000 + 3 x 1045800), times the
+    # split fraction of count's executions (10159200 of 10159820, the rest are ticks), times
+    # [5-7]'s 3179360 executions.
+    assert pairs[(17, 5)] == pytest.approx(1494000 / 10607400 * 10159200 / 10159820 * 3179360)
+    into_split = sum(v for (s, d), v in pairs.items() if d == 17)
+    assert into_split == pytest.approx(186760)
+    loads = {int(r["task"]): float(r["load"]) for r in _chunk(out, "load", 1)}
+    assert loads[17] == pytest.approx(186760 * 0.350 / 1000 / 600)  # busy cores over the interval
+    assert loads[5] == pytest.approx(3179360 * 0.060 / 1000 / 600)
+    assert all(float(r["timestamp"]) == 1600.0 and r["topology"] == "wordcount" for r in _chunk(out, "load", 1))
+
+    # A restart of the collector, then the worker on node2 restarts 300 s before the next
+    # reading: its executors' counters start again (half the fixture's counts, uptime 300).
+    collector = StormUICollector(storm_server.url, TOPOLOGY_ID, out, clock=lambda: next(clock))
+    on_node2 = lambda r: r["host"] == NODE2  # noqa: E731
+    storm_server.state["docs"] = storm_reading(lambda r: 0.5 if on_node2(r) else 3,
+                                               lambda r: 300 if on_node2(r) else r["uptimeSeconds"] + 1200)
+    side = collector.poll()
+    reset = sorted(r["executor"] for r in side["resets"])
+    assert reset == sorted(f"{c}[{a}-{b}]" for c, a, b in [("count", 5, 7), ("count", 13, 14), ("split", 18, 18),
+                                                            ("split", 21, 21), ("split", 24, 24), ("spout", 27, 27),
+                                                            ("__acker", 2, 2)])
+    assert all(r["counted"] == "since its start" and "uptime fell" in r["reason"] for r in side["resets"])
+    pairs = _pairs(_chunk(out, "traffic", 2))
+    assert min(pairs.values()) >= 0
+    # [5-7] restarted: its 0.5 x 3179360 executions since; split [17] (node1) kept counting.
+    assert pairs[(17, 5)] == pytest.approx(1494000 / (5 * 1494000 + 3 * 0.5 * 1045800)
+                                           * 10159200 / 10159820 * 0.5 * 3179360)
+    assert sum(v for (s, d), v in pairs.items() if d == 18) == pytest.approx(0.5 * 130720)
+    assert sum(v for (s, d), v in pairs.items() if d == 17) == pytest.approx(186760)
+
+
+def test_a_kill_after_the_state_save_writes_each_chunk_once(storm_server, tmp_path, monkeypatch):
+    clock = iter([0.0, 600.0, 1200.0])
+    out = tmp_path / "chunks"
+    StormUICollector(storm_server.url, TOPOLOGY_ID, out, clock=lambda: next(clock)).poll()
+    storm_server.state["docs"] = storm_reading(lambda r: 2, lambda r: r["uptimeSeconds"] + 600)
+
+    def die(self):
+        raise KeyboardInterrupt  # the process ends between the state save and the chunks
+
+    dying = StormUICollector(storm_server.url, TOPOLOGY_ID, out, clock=lambda: next(clock))
+    with monkeypatch.context() as patch:
+        patch.setattr(collect_rest.RestCollector, "_write_pending", die)
+        with pytest.raises(KeyboardInterrupt):
+            dying.poll()
+    assert list(out.glob("*.csv")) == []
+    restarted = StormUICollector(storm_server.url, TOPOLOGY_ID, out, clock=lambda: next(clock))
+    assert sorted(p.name for p in out.glob("*.csv")) == [f"load-storm-{TOPOLOGY_ID}-00000001.csv",
+                                                         f"traffic-storm-{TOPOLOGY_ID}-00000001.csv"]
+    assert _pairs(_chunk(out, "traffic", 1))[(25, 17)] == pytest.approx(300000 / 1400400 * 186760)
+    storm_server.state["docs"] = storm_reading(lambda r: 3, lambda r: r["uptimeSeconds"] + 1200)
+    restarted.poll()
+    assert _pairs(_chunk(out, "traffic", 2))[(25, 17)] == pytest.approx(300000 / 1400400 * 186760)
+    assert len(list(out.glob("traffic-*.csv"))) == 2
+    side = json.loads((out / f".traffic-storm-{TOPOLOGY_ID}-00000002.csv.json").read_text())
+    assert side["covers"] == [600.0, 1200.0] and side["url"] == storm_server.url
+
+
+# ------------------------------------------------------------------------------ Flink
+@pytest.fixture()
+def flink_server():
+    """Serves the capture's snapshots; ``arm(docs)``: the next ``/jobs/<jid>`` answer is still
+    the old one, later ones ``docs`` (a metrics fetch of the JobManager, triggered by a poll)."""
+    capture = flink.load_capture(FLINK)
+    job_key = f"jobs/{capture.job_id}"
+    stale = copy.deepcopy(dict(capture.snapshots[0].documents))
+    for vertex in stale[job_key]["vertices"]:
+        vertex["metrics"] = {k: 0 for k in vertex["metrics"]}  # before the first fetch
+    state = {"docs": stale, "next": dict(capture.snapshots[0].documents)}
+
+    def answer(parts, query):
+        key = "/".join(parts)
+        if key == "jobmanager/config":
+            return [{"key": "metrics.fetcher.update-interval", "value": "2000"}]
+        if key == "jobs/overview":
+            return {"jobs": [{"jid": capture.job_id, "name": "streamsched-live", "state": "RUNNING"}]}
+        doc = state["docs"].get(key)
+        if key == job_key and state["next"] is not None:
+            state["docs"], state["next"] = state["next"], None
+        return doc
+
+    server = _Server(answer)
+    server.capture = capture
+
+    def arm(docs):
+        with server.lock:
+            state["next"] = docs
+
+    server.arm = arm
+    yield server
+    server.close()
+
+
+def _received(documents, job_id, pattern) -> float:
+    """A vertex's numRecordsIn summed over its subtasks, from the raw JSON."""
+    job = documents[f"jobs/{job_id}"]
+    (vertex,) = [v for v in job["vertices"] if re.fullmatch(pattern, v["name"])]
+    total = 0.0
+    for i in range(vertex["parallelism"]):
+        metrics = documents[f"jobs/{job_id}/vertices/{vertex['id']}/subtasks/{i}/metrics"]
+        total += float({m["id"]: m["value"] for m in metrics}["numRecordsIn"])
+    return total
+
+
+def test_flink_intervals_from_the_real_capture_and_a_restarted_subtask(flink_server, tmp_path):
+    capture = flink_server.capture
+    first, second = (dict(s.documents) for s in capture.snapshots)
+    ticks = iter(float(t) for t in range(0, 10_000, 5))
+    out = tmp_path / "chunks"
+    collector = FlinkCollector(flink_server.url, out, clock=lambda: next(ticks), poll_s=0.01)
+    assert collector.job_id == capture.job_id
+    assert collector.poll() is None
+    flink_server.arm(second)
+    side = collector.poll()
+    assert side["resets"] == [] and side["rates_from"] == "counters"
+    rows = _chunk(out, "traffic", 1)
+    graph = flink.read_capture(capture).graph
+    # Every receiving vertex has one input: the tuples into it are its subtasks' numRecordsIn
+    # differences between the two recorded answers.
+    for pattern in (r"Calc\[\d+\]", r"GroupAggregate\[\d+\] -> sink\[\d+\]: Writer", "rescaled: Writer",
+                    "fanin: Writer"):
+        [op] = [k for k, name in enumerate(graph.operator_names) if re.fullmatch(pattern, name)]
+        tasks = {int(t) for t, o in zip(graph.task_ids, graph.task_operator) if o == op}
+        got = sum(float(r["tuples"]) for r in rows if int(r["dst_task"]) in tasks)
+        assert got == pytest.approx(_received(second, capture.job_id, pattern) - _received(first, capture.job_id, pattern))
+    # The job runs on as in the recorded interval (every counter grows by the same amount)
+    # while a subtask restarts (attempt 1, counters from zero): its count starts from zero.
+    third = copy.deepcopy(second)
+    for key, doc in third.items():
+        if key.endswith("/metrics"):
+            before = {m["id"]: m["value"] for m in first[key]}
+            for m in doc:
+                if m["id"] in flink.COUNTERS and m["value"] != "NaN":
+                    m["value"] = repr(2 * float(m["value"]) - float(before[m["id"]]))
+    job = third[f"jobs/{capture.job_id}"]
+    (calc,) = [v for v in job["vertices"] if re.fullmatch(r"Calc\[\d+\]", v["name"])]
+    vkey = f"jobs/{capture.job_id}/vertices/{calc['id']}"
+    third[vkey]["subtasks"][0]["attempt"] += 1
+    metrics = third[f"{vkey}/subtasks/0/metrics"]
+    for m in metrics:
+        if m["id"] in flink.COUNTERS:
+            m["value"] = "40"
+    for v in job["vertices"]:  # the job's counters moved: a fresh fetch
+        v["metrics"]["read-records"] += 1
+    flink_server.arm(third)
+    side = collector.poll()
+    assert [(r["subtask"], r["reason"]) for r in side["resets"]] == [(f"{calc['name']}[0]", "attempt 0 -> 1")]
+    [op] = [k for k, name in enumerate(graph.operator_names) if name == calc["name"]]
+    calc_tasks = {int(t) for t, o in zip(graph.task_ids, graph.task_operator) if o == op}
+    rows = _chunk(out, "traffic", 2)
+    # Into Calc: 40 since the restart, plus subtasks 1 and 2 as recorded (numRecordsIn 2667 ->
+    # 9334 and 2666 -> 9333, so 6667 each); REBALANCE spreads the total evenly over the pairs.
+    assert sum(float(r["tuples"]) for r in rows if int(r["dst_task"]) in calc_tasks) == pytest.approx(40 + 2 * 6667)
+    assert min(float(r["tuples"]) for r in rows) >= 0
+
+
+# -------------------------------------------------------------------------------- CLI
+def test_cli_collect_storm_ui_once_and_bad_input(storm_server, tmp_path, capsys):
+    out = tmp_path / "chunks"
+    args = ["collect", "storm-ui", "--url", storm_server.url, "--topology-id", TOPOLOGY_ID, "--out", str(out)]
+    assert main(args + ["--once"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"chunk": None, "next_seq": 1}
+    storm_server.state["docs"] = storm_reading(lambda r: 2, lambda r: r["uptimeSeconds"] + 600)
+    assert main(args + ["--once"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["next_seq"] == 2 and report["chunk"]["rows"] == 80
+    assert main(args + ["--interval", "0"]) == 2
+    assert main(["collect", "storm-ui", "--url", storm_server.url, "--topology-id", "gone-1-1", "--out",
+                 str(tmp_path / "x"), "--once"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors[-2].startswith("error: --interval") and errors[-1].startswith("error:") and "404" in errors[-1]
