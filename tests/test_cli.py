@@ -30,7 +30,7 @@ def test_compare_json_lists_each_scheduler(capsys):
 def test_schedule_then_evaluate(tmp_path, capsys):
     out_file = tmp_path / "p.json"
     code, out, _ = run(capsys, "schedule", "-w", "wordcount", "-c", "high-low-1-2", "-s", "even",
-                       "--param", "workers=3", "--seed", "4", "--out", str(out_file))
+                       "--param", "workers=3", "--seed", "4", "--out", str(out_file), "--json")
     assert code == 0
     meta = json.loads(out)["metadata"]
     assert meta["params"] == {"workers": 3, "strict": False} and meta["seed"] == 4
@@ -46,7 +46,8 @@ def test_schedule_then_evaluate(tmp_path, capsys):
 def test_graph_and_cluster_files(tmp_path, capsys):
     (tmp_path / "c.yaml").write_text("name: two\nnode_types:\n  - {count: 2, capacity: 3}\n")
     (tmp_path / "g.csv").write_text("src,dst,rate\n1,2,5\n2,3,1\n3,4,5\n")
-    code, out, _ = run(capsys, "schedule", "--graph", str(tmp_path / "g.csv"), "--cluster", str(tmp_path / "c.yaml"))
+    code, out, _ = run(capsys, "schedule", "--graph", str(tmp_path / "g.csv"), "--cluster", str(tmp_path / "c.yaml"),
+                       "--json")
     assert code == 0 and json.loads(out)["metrics"]["valid"] is True
 
 

@@ -258,7 +258,7 @@ def test_cli_predict(tmp_path, capsys):
     placement = tmp_path / "p.json"
     assert main(["schedule", "-w", "linear-12", "-s", "even", "-o", str(placement)]) == 0
     capsys.readouterr()
-    assert main(["predict", str(placement), "-w", "linear-12", "--model", "io-bound", "--acking"]) == 0
+    assert main(["predict", str(placement), "-w", "linear-12", "--model", "io-bound", "--acking", "--json"]) == 0
     out = capsys.readouterr().out
     assert '"regime": "latency"' in out and '"ack_messages_per_s"' in out
     assert main(["predict", str(placement), "-w", "linear-12", "--model", "gpu-bound"]) == 2

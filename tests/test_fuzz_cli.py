@@ -101,8 +101,7 @@ def _strict(token: str):
 
 
 def _check_json(out: str, argv: list[str], case: str) -> None:
-    json_output = ("--json" in argv or argv[0] in ("schedule", "predict", "replan")
-                   or (argv[0] == "export" and "--yaml" not in argv and "--out" not in argv))
+    json_output = "--json" in argv or (argv[0] == "export" and "--yaml" not in argv and "--out" not in argv)
     if not json_output:
         return
     try:

@@ -105,7 +105,7 @@ def test_machines_parameter_is_parsed_and_checked():
 def test_cli_schedules_several_topologies(capsys, tmp_path):
     out = tmp_path / "plan.json"
     code = main(["schedule", "-w", "wordcount", "-w", "exclamation", "-c", "high-low-4-0", "-s", "isolation",
-                 "-p", "machines=wordcount=2", "-o", str(out)])
+                 "-p", "machines=wordcount=2", "-o", str(out), "--json"])
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert [t["graph"] for t in result["topologies"]] == ["wordcount", "exclamation"]

@@ -111,7 +111,7 @@ def test_replan_command(tmp_path, capsys):
     assert main(["schedule", "-w", "linear-12", "-c", "homogeneous-10", "-o", str(tmp_path / "even.json")]) == 0
     capsys.readouterr()
     code = main(["replan", str(tmp_path / "even.json"), "-w", "linear-12", "-c", "homogeneous-10",
-                 "--migration-cost", "0.5", "-o", str(tmp_path / "new.json")])
+                 "--migration-cost", "0.5", "-o", str(tmp_path / "new.json"), "--json"])
     assert code == 0
     meta = json.loads(capsys.readouterr().out)["metadata"]
     assert meta["objective"] == pytest.approx(meta["cost"] + 0.5 * meta["moved"]) and meta["status"] == "optimal"

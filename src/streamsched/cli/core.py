@@ -14,6 +14,7 @@ from rich.table import Table
 
 from streamsched import workloads
 from streamsched.cli.app import app, err_console
+from streamsched.cli.summaries import placement_lines
 from streamsched.comparison import compare as run_compare
 from streamsched.comparison import resolve_names
 from streamsched.errors import InfeasibleError, InputError
@@ -27,9 +28,21 @@ from streamsched.schedulers.base import schedule_many
 console = Console(width=None if sys.stdout.isatty() else 120)
 
 WorkloadOpt = typer.Option(None, "--workload", "-w", help="built-in workload name (see `list workloads`)")
-GraphOpt = typer.Option(None, "--graph", "-g", help="graph file: edge list (.csv/.parquet/.json), sendgraph JSON, or topology (.yaml)")
+GraphOpt = typer.Option(None, "--graph", "-g", help="graph: a snapshot directory (as `ingest` prints it) or its .parquet, "
+                        "a read-engine output directory, an edge list (.csv/.parquet/.json), sendgraph JSON, or topology (.yaml)")
 ClusterOpt = typer.Option("homogeneous-10", "--cluster", "-c", help="built-in cluster name or cluster YAML file")
 ParamOpt = typer.Option(None, "--param", "-p", help="scheduler parameter k=v (repeatable)")
+JsonOpt = typer.Option(False, "--json", help="print the full result as JSON instead of a summary")
+
+
+def emit(data: Any, as_json: bool, lines: list[str]) -> None:
+    """``--json``: ``data`` as strict JSON (infinite or NaN figures as null); else the summary
+    ``lines`` (streamsched.cli.summaries)."""
+    if as_json:
+        console.print_json(data=finite_or_null(data))
+        return
+    for line in lines:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def load_graph(workload: Optional[str], graph: Optional[Path]) -> TaskGraph:
@@ -38,6 +51,36 @@ def load_graph(workload: Optional[str], graph: Optional[Path]) -> TaskGraph:
         raise InputError("give exactly one of --workload NAME or --graph FILE")
     if workload is not None:
         return workloads.workload(workload)
+    return read_graph_argument(graph)
+
+
+def read_graph_argument(graph: Path) -> TaskGraph:
+    """One graph argument for every command: a snapshot directory of the store (as ``ingest``
+    prints it) or the snapshot's own ``.parquet`` (both read with the manifest's topology name
+    and load unit), a ``read-engine`` output directory (its ``graph.json``), a topology
+    (``.yaml``, or ``.json`` with ``operators``), or a graph file (:func:`read_graph`)."""
+    from streamsched.pipeline.store import MANIFEST, list_snapshots, load_snapshot, read_manifest
+
+    if graph.is_dir():
+        if (graph / MANIFEST).is_file():
+            return load_snapshot(graph)
+        if (graph / "graph.json").is_file():
+            return read_graph(graph / "graph.json")
+        if (graph / "snapshots").is_dir():
+            snapshots = list_snapshots(graph)
+            latest = f"; its latest: {snapshots[-1]}" if snapshots else " (it holds none yet)"
+            raise InputError(f"{graph}: a snapshot store; give one of its snapshot directories{latest}")
+        raise InputError(f"{graph}: a directory, but neither a snapshot ({MANIFEST}) nor a read-engine output "
+                         "(graph.json)")
+    if not graph.exists():
+        raise InputError(f"{graph}: file not found")
+    if graph.suffix.lower() == ".parquet" and (graph.parent / MANIFEST).is_file():
+        try:
+            is_snapshot = read_manifest(graph.parent).get("graph") == graph.name
+        except InputError:  # a manifest.json of something else: read the file as it is
+            is_snapshot = False
+        if is_snapshot:
+            return load_snapshot(graph.parent)
     suffix = graph.suffix.lower()
     if suffix in (".yaml", ".yml"):
         return TaskGraph.from_topology(Topology.load(graph))
@@ -143,6 +186,7 @@ def schedule(
     param: Optional[list[str]] = ParamOpt,
     seed: int = typer.Option(0, "--seed", min=0, help="seed of every randomised choice"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the placement JSON here (several: OUT-<graph>.json)"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Compute a placement and print its metrics (and write it with --out).
 
@@ -152,7 +196,7 @@ def schedule(
     check_output_file(out)
     if len(workload or graph or []) > 1:
         _schedule_several([load_graph(w, None) for w in workload or []] + [load_graph(None, g) for g in graph or []],
-                          load_cluster(cluster), scheduler, parse_params(param), seed, out)
+                          load_cluster(cluster), scheduler, parse_params(param), seed, out, as_json)
         return
     task_graph, nodes = load_graph((workload or [None])[0], (graph or [None])[0]), load_cluster(cluster)
     params = parse_params(param)
@@ -162,11 +206,12 @@ def schedule(
     if out is not None:
         placement.write(out, task_graph, nodes)
     metrics = evaluate_placement(task_graph, placement, nodes)
-    console.print_json(data=finite_or_null({"metadata": dict(placement.metadata), "metrics": metrics}))
+    emit({"metadata": dict(placement.metadata), "metrics": metrics}, as_json,
+         placement_lines(task_graph, nodes, placement, metrics) + ([f"wrote {out}"] if out is not None else []))
 
 
 def _schedule_several(graphs: list[TaskGraph], nodes: Cluster, scheduler: str, params: dict[str, Any], seed: int,
-                      out: Optional[Path]) -> None:
+                      out: Optional[Path], as_json: bool = False) -> None:
     """``schedule`` with several topologies: :func:`schedule_many`, one result per topology."""
     check_isolation_topologies(scheduler, params, [g.name for g in graphs])
     targets = {}
@@ -178,13 +223,16 @@ def _schedule_several(graphs: list[TaskGraph], nodes: Cluster, scheduler: str, p
             targets[k] = name
     with err_console.status(f"scheduling {len(graphs)} topologies with {scheduler}"):
         placements = schedule_many(get_scheduler(scheduler, **params), graphs, nodes, seed=seed)
-    results = []
+    results, lines = [], []
     for k, (task_graph, placement) in enumerate(zip(graphs, placements)):
+        metrics = evaluate_placement(task_graph, placement, nodes)
+        lines += placement_lines(task_graph, nodes, placement, metrics)
         if out is not None:
-            placement.write(out.with_name(f"{targets[k]}{out.suffix or '.json'}"), task_graph, nodes)
-        results.append({"graph": task_graph.name, "metadata": dict(placement.metadata),
-                        "metrics": evaluate_placement(task_graph, placement, nodes)})
-    console.print_json(data=finite_or_null({"topologies": results}))
+            target = out.with_name(f"{targets[k]}{out.suffix or '.json'}")
+            placement.write(target, task_graph, nodes)
+            lines.append(f"wrote {target}")
+        results.append({"graph": task_graph.name, "metadata": dict(placement.metadata), "metrics": metrics})
+    emit({"topologies": results}, as_json, lines)
 
 
 @app.command()

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import ClusterOpt, GraphOpt, WorkloadOpt, finite_or_null, load_cluster, load_graph, read_placement
+from streamsched.cli.core import (ClusterOpt, GraphOpt, JsonOpt, WorkloadOpt, emit, load_cluster, load_graph,
+                                  read_placement)
+from streamsched.cli.summaries import prediction_lines
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.registry import experiments
 from streamsched.evaluation.experiments.runner import reproduce as run_reproduction
@@ -75,6 +77,7 @@ def predict(
     cluster: str = ClusterOpt,
     model: str = typer.Option("default", "--model", help="parameter set: " + ", ".join(REGIMES)),
     acking: bool = typer.Option(False, "--acking", help="model Storm's acking traffic"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """The performance model's throughput, latency and bottleneck for a placement (a model, not
     a measurement; formulas in docs/evaluation.md)."""
@@ -84,4 +87,5 @@ def predict(
     if problems:  # as `export` refuses it and `evaluate` flags it (issue 16)
         raise InputError(f"{placement}: invalid placement, not predicted: {problems[0]}")
     params = regime(model).with_(acking=acking) if acking else regime(model)
-    console.print_json(data=finite_or_null(predict_placement(task_graph, nodes, loaded, params).to_dict()))
+    prediction = predict_placement(task_graph, nodes, loaded, params).to_dict()
+    emit(prediction, as_json, prediction_lines(nodes, prediction, model + (" with acking" if acking else "")))

@@ -9,8 +9,9 @@ from typing import Optional
 import typer
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import (ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, check_output_file, console, read_placement,
-                                  finite_or_null, load_cluster, load_graph, parse_params)
+from streamsched.cli.core import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
+                                  load_cluster, load_graph, parse_params, read_placement)
+from streamsched.cli.summaries import replan_lines
 from streamsched.errors import InputError
 from streamsched.metrics import evaluate as evaluate_placement
 from streamsched.schedulers import get_scheduler
@@ -29,6 +30,7 @@ def replan(
     migration_cost: float = typer.Option(1.0, "--migration-cost", "-m", help="cost per moved task, in rate units"),
     param: Optional[list[str]] = ParamOpt,
     seed: int = typer.Option(0, "--seed", min=0),
+    as_json: bool = JsonOpt,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the new placement JSON here"),
 ) -> None:
     """Minimise inter-node traffic + migration cost x moved tasks (optimal scheduler), print the
@@ -43,5 +45,7 @@ def replan(
             task_graph, nodes, running, migration_cost=migration_cost, seed=seed)
     if out is not None:
         placement.write(out, task_graph, nodes)
-    console.print_json(data=finite_or_null({"metadata": dict(placement.metadata),
-                                            "metrics": evaluate_placement(task_graph, placement, nodes)}))
+    metrics = evaluate_placement(task_graph, placement, nodes)
+    emit({"metadata": dict(placement.metadata), "metrics": metrics}, as_json,
+         replan_lines(task_graph, nodes, placement, metrics, evaluate_placement(task_graph, running, nodes))
+         + ([f"wrote {out}"] if out is not None else []))

@@ -1,0 +1,128 @@
+"""The readable summaries commands print without ``--json``: a few lines a person reads at a
+glance (numbers with thousands separators, percentages, one line per node). ``--json`` prints
+the full document instead; files written with ``--out`` are the same either way."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from streamsched.model import Cluster, Placement, TaskGraph
+
+#: Nodes listed one per line in a placement summary; the rest are counted.
+MAX_NODE_LINES = 12
+
+
+def num(value: Any, unit: str = "") -> str:
+    """``12,345`` for large numbers, 4 significant digits below 1,000, ``-`` for None/NaN."""
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return f"{value}{unit and ' ' + unit}"
+    value = float(value)
+    if math.isinf(value):
+        text = "inf"
+    elif abs(value) >= 1000 or value == int(value):
+        text = f"{value:,.0f}"
+    else:
+        text = f"{value:.4g}"
+    return f"{text}{unit and ' ' + unit}"
+
+
+def pct(part: float, whole: float) -> str:
+    return "-" if not whole else f"{100 * part / whole:.1f} %"
+
+
+def operator_counts(graph: TaskGraph, tasks: np.ndarray) -> str:
+    """``spout x2, split x3`` for the task indices ``tasks``, in the graph's operator order."""
+    counts = np.bincount(graph.task_operator[tasks], minlength=len(graph.operator_names))
+    return ", ".join(f"{graph.operator_names[k]} x{int(c)}" for k, c in enumerate(counts) if c)
+
+
+def placement_lines(graph: TaskGraph, nodes: Cluster, placement: Placement, metrics: Mapping[str, Any],
+                    verb: str = "placed") -> list[str]:
+    """Who placed what where, the traffic it cuts, balance and validity, one line per node."""
+    meta = placement.metadata
+    scheduler = meta.get("scheduler", "the scheduler")
+    wall = meta.get("wall_time_s")
+    lines = [f"{graph.name} on {nodes.name}: {scheduler} {verb} {graph.n_tasks:,} tasks on "
+             f"{metrics['nodes_used']} of {nodes.n_nodes} nodes, {metrics['workers_used']} workers"
+             + (f" ({wall:.2f} s)" if isinstance(wall, (int, float)) else "")]
+    total = metrics.get("total_traffic", 0.0)
+    lines.append(f"  inter-node traffic    {num(metrics['inter_node_traffic'], 'tuples/s')}  "
+                 f"({pct(metrics['inter_node_traffic'], total)} of {num(total, 'tuples/s')})")
+    lines.append(f"  inter-worker traffic  {num(metrics['inter_worker_traffic'], 'tuples/s')}  "
+                 f"({pct(metrics['inter_worker_traffic'], total)})")
+    lines.append(f"  load imbalance {num(metrics['load_imbalance'])}, capacity imbalance "
+                 f"{num(metrics['capacity_imbalance'])}, busiest node at {100 * metrics['max_utilisation']:.0f} % "
+                 "of its capacity")
+    if "status" in meta:
+        lines.append(f"  solver: {meta['status']}"
+                     + (f", bound {num(meta['bound'])}" if meta.get("bound") is not None else "")
+                     + (f", gap {100 * meta['gap']:.1f} %" if isinstance(meta.get("gap"), (int, float))
+                        and math.isfinite(meta["gap"]) else ""))
+    load = np.bincount(placement.node_of, weights=graph.load, minlength=nodes.n_nodes)
+    used = [k for k in range(nodes.n_nodes) if np.any(placement.node_of == k)]
+    width = max((len(nodes.nodes[k].name) for k in used[:MAX_NODE_LINES]), default=0)
+    lines.append(f"  per node (load / capacity in {graph.load_unit}: tasks per operator):")
+    for k in used[:MAX_NODE_LINES]:
+        tasks = np.flatnonzero(placement.node_of == k)
+        lines.append(f"    {nodes.nodes[k].name:<{width}}  {num(load[k])} / {num(nodes.capacity[k])}  "
+                     f"{operator_counts(graph, tasks)}")
+    if len(used) > MAX_NODE_LINES:
+        lines.append(f"    ... and {len(used) - MAX_NODE_LINES} more nodes (--json lists every task)")
+    violations = metrics.get("violations") or []
+    lines.append("  valid placement" if metrics.get("valid", not violations)
+                 else f"  INVALID: {violations[0]}" + (f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""))
+    return lines
+
+
+def prediction_lines(nodes: Cluster, prediction: Mapping[str, Any], model: str) -> list[str]:
+    """The performance model's figures for one placement, bottleneck first."""
+    cpu = prediction.get("node_cpu_utilisation") or []
+    busiest = sorted(range(len(cpu)), key=lambda k: -cpu[k])[:MAX_NODE_LINES]
+    lines = [
+        f"predicted by the performance model ({model}; a model, not a measurement: docs/evaluation.md)",
+        f"  throughput  {num(prediction['throughput_tps'], 'tuples/s')} executed "
+        f"({num(prediction['source_tps'], 'tuples/s')} from the sources; "
+        f"{num(prediction['throughput_per_node'], 'tuples/s')} per node on {prediction['nodes_used']} nodes)",
+        f"  bottleneck  {prediction['bottleneck']} ({prediction['regime']}-bound)",
+        f"  latency     {num(1e3 * prediction['latency_s'], 'ms')} (tuple tree {num(1e3 * prediction['tuple_tree_time_s'], 'ms')})",
+        f"  network     {num(prediction['wire_bytes_per_source_tuple'], 'B')} across nodes per source tuple",
+    ]
+    if busiest:
+        lines.append("  node CPU    " + ", ".join(f"{nodes.nodes[k].name} {100 * cpu[k]:.0f} %" for k in busiest
+                                                  if k < nodes.n_nodes)
+                     + (" ..." if len(cpu) > MAX_NODE_LINES else ""))
+    return lines
+
+
+def replan_lines(graph: TaskGraph, nodes: Cluster, placement: Placement, metrics: Mapping[str, Any],
+                 before: Mapping[str, Any]) -> list[str]:
+    """The new placement, what it moves and what it saves against the running one."""
+    meta = placement.metadata
+    moved = meta.get("moved")
+    lines = placement_lines(graph, nodes, placement, metrics, verb="re-placed")
+    lines.insert(1, f"  moves {num(moved)} of {graph.n_tasks:,} tasks at {num(meta.get('migration_cost'))} each; "
+                    f"inter-node traffic {num(before['inter_node_traffic'])} -> {num(metrics['inter_node_traffic'])} "
+                    "tuples/s")
+    return lines
+
+
+def key_value_lines(title: str, data: Mapping[str, Any], keys: Iterable[str]) -> list[str]:
+    """``title`` then ``  key  value`` for the listed keys present in ``data``."""
+    shown = [k for k in keys if k in data and data[k] not in (None, [], {})]
+    width = max((len(k) for k in shown), default=0)
+    lines = [title]
+    for key in shown:
+        value = data[key]
+        if isinstance(value, Mapping):
+            value = ", ".join(f"{k} {num(v)}" for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            value = ", ".join(map(str, value[:4])) + (f" and {len(value) - 4} more" if len(value) > 4 else "")
+        else:
+            value = num(value)
+        lines.append(f"  {key.replace('_', ' '):<{width}}  {value}")
+    return lines
