@@ -124,5 +124,6 @@ def test_compare_runs_the_greedy_schedulers_side_by_side(capsys):
                  "t3,ols,r-storm,top-storm,a3-storm,ban-storm,isolation", "-p", "machines=diamond-16=3", "--json"])
     assert code == 0
     rows = json.loads(capsys.readouterr().out)["results"]
-    assert [r["scheduler"] for r in rows] == ["t3", "ols", "r-storm", "top-storm", "a3-storm", "ban-storm", "isolation"]
+    assert sorted(r["scheduler"] for r in rows) == sorted(["t3", "ols", "r-storm", "top-storm", "a3-storm", "ban-storm",
+                                                           "isolation"])  # ranked by traffic, not in the order named
     assert all(r["valid"] for r in rows)

@@ -9,6 +9,8 @@ A scheduler that fails keeps the others' rows: ``InfeasibleError`` gives a row w
 ``infeasible``, any other exception (a crash, ``MemoryError``, ``TimeoutError``) a row with
 status ``error``; both carry the one-line reason in ``error``. Bad input (``InputError``, e.g. a
 parameter outside its domain) still stops the comparison: it is the caller's to fix.
+
+:func:`rank` orders the rows by :data:`SORT_KEY` and marks the first placement ``best``.
 """
 
 from __future__ import annotations
@@ -113,3 +115,46 @@ def compare(graph: TaskGraph, cluster: Cluster, names: list[str], params: dict[s
             seed: int = 0, on_start: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """One row per scheduler: metrics of its placement, or the infeasibility it reported."""
     return [o.row for o in run_schedulers(graph, cluster, names, params, seed, on_start)]
+
+
+#: The order of :func:`rank`, as the compare output states it. Inter-node traffic is the cluster
+#: schedulers' objective (i-scheduler.txt eq. 3; t3-scheduler.txt eq. 1); the model's predicted
+#: throughput breaks ties (placements of equal traffic can load the nodes differently).
+SORT_KEY = ("inter-node traffic (lowest first), then predicted throughput (highest first), nodes used, "
+            "scheduler name; rows without a valid placement last (invalid, infeasible, error, skipped)")
+
+#: Where rows without a valid placement go, after every valid one, in this order.
+_LAST = {"invalid": 1, "infeasible": 2, "error": 3, "skipped": 4}
+
+
+def _rank_key(row: dict[str, Any]) -> tuple:
+    placed = "inter_node_traffic" in row
+    if placed:
+        group = 0 if row.get("valid", True) else _LAST["invalid"]
+    else:
+        group = _LAST.get(row.get("status"), _LAST["error"])
+    throughput = row.get("throughput_tps")
+    return (group,
+            float(row["inter_node_traffic"]) if placed else 0.0,
+            -float(throughput) if isinstance(throughput, (int, float)) and throughput == throughput else 0.0,
+            row.get("nodes_used") or 0,
+            str(row.get("scheduler")))
+
+
+def rank(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` sorted by :data:`SORT_KEY`, each given its 1-based ``rank`` and ``best`` (True
+    for the first row with a valid placement only). Rows without a valid placement keep no rank."""
+    ordered = sorted(rows, key=_rank_key)
+    position = 0
+    for row in ordered:
+        placed = _rank_key(row)[0] == 0
+        position += placed
+        row["rank"] = position if placed else None
+        row["best"] = placed and position == 1
+    return ordered
+
+
+def rank_outcomes(outcomes: list[Outcome]) -> list[Outcome]:
+    """``outcomes`` in the order of :func:`rank` (their rows ranked and marked in place)."""
+    order = {id(row): k for k, row in enumerate(rank([o.row for o in outcomes]))}
+    return sorted(outcomes, key=lambda o: order[id(o.row)])

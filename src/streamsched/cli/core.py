@@ -15,8 +15,9 @@ from rich.table import Table
 from streamsched import workloads
 from streamsched.cli.app import app, err_console
 from streamsched.cli.summaries import placement_lines
-from streamsched.comparison import compare as run_compare
-from streamsched.comparison import resolve_names
+from streamsched.comparison import SORT_KEY, rank_outcomes, resolve_names, run_schedulers
+from streamsched.evaluation.performance import regime
+from streamsched.evaluation.verdict import PRESET, add_predictions, fmt, model_error, verdict
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate as evaluate_placement
 from streamsched.model import Cluster, Placement, TaskGraph, Topology
@@ -289,26 +290,34 @@ def compare(
     for key in params:
         if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
             raise InputError(f"--param {key}: no selected scheduler declares it")
+    model = regime(PRESET)
     with err_console.status("comparing") as status:
         on_start = lambda n: status.update(f"running {n} on {task_graph.name}")  # noqa: E731
         if report is None:
-            rows = run_compare(task_graph, nodes, names, params, seed, on_start=on_start)
+            outcomes = run_schedulers(task_graph, nodes, names, params, seed, on_start=on_start)
+            add_predictions(outcomes, task_graph, nodes, model)
         else:
-            from streamsched.evaluation.report import check_report_path, run_schedulers, write_report
+            from streamsched.evaluation.report import check_report_path, write_report
+            from streamsched.evaluation.report import run_schedulers as run_with_predictions
 
             check_report_path(report)
-            outcomes = run_schedulers(task_graph, nodes, names, params, seed, on_start=on_start)
-            rows = [o.row for o in outcomes]
+            outcomes = run_with_predictions(task_graph, nodes, names, params, seed, model=model, on_start=on_start)
+        outcomes = rank_outcomes(outcomes)
+        rows = [o.row for o in outcomes]
+        error, error_source = model_error(PRESET)
+        decision = verdict(rows, error, PRESET, error_source)
+        if report is not None:
             status.update(f"writing {report}")
-            written = write_report(report, task_graph, nodes, outcomes, seed=seed)
+            written = write_report(report, task_graph, nodes, outcomes, model=model, seed=seed, verdict=decision)
             err_console.print("report: " + ", ".join(str(p) for p in written), highlight=False)
     placed_none = bool(rows) and all(row.get("status") in ("infeasible", "skipped") for row in rows) \
         and any(row.get("status") == "infeasible" for row in rows)
     if as_json:
-        document = {"workload": task_graph.name, "cluster": nodes.name, "seed": seed, "results": rows}
+        document = {"workload": task_graph.name, "cluster": nodes.name, "seed": seed, "sort_key": SORT_KEY,
+                    "verdict": decision, "results": rows}
         console.print_json(data=finite_or_null(document))
     elif not placed_none:
-        _print_compare_table(task_graph, nodes, seed, rows)
+        _print_compare_table(task_graph, nodes, seed, rows, decision)
     failed = [row["scheduler"] for row in rows if row.get("status") == "error"]
     if failed:
         err_console.print(f"{len(failed)} of {len(rows)} schedulers failed: {', '.join(failed)}", highlight=False)
@@ -319,13 +328,23 @@ def compare(
                               f"infeasible (first reason: {reason})")
 
 
-def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: list[dict[str, Any]]) -> None:
-    columns = {"scheduler": "scheduler", "inter_node_traffic": "inter-node", "inter_worker_traffic": "inter-worker",
-               "nodes_used": "nodes", "load_imbalance": "imbalance", "wall_time_s": "time (s)", "status": "status"}
-    table = Table(*columns.values(), title=f"{task_graph.name} on {nodes.name} (seed {seed}); traffic in tuples/s")
+def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: list[dict[str, Any]],
+                         decision: dict[str, Any]) -> None:
+    """The ranked rows (best marked), then the sort key and the verdict line."""
+    columns = {"rank": "#", "scheduler": "scheduler", "inter_node_traffic": "inter-node", "inter_worker_traffic": "inter-worker",
+               "nodes_used": "nodes", "load_imbalance": "imbalance", "throughput_tps": "predicted",
+               "bottleneck": "bottleneck", "wall_time_s": "time (s)", "status": "status"}
+    table = Table(*columns.values(), title=f"{task_graph.name} on {nodes.name} (seed {seed}); traffic and predicted "
+                                           f"throughput in tuples/s")
     for row in rows:
-        table.add_row(*(_fmt(row.get(c, "")) for c in columns))
+        cells = [_fmt(row.get(c, "")) for c in columns]
+        if row.get("best"):
+            cells[0], cells[1] = f"{row['rank']} best", f"[bold]{cells[1]}[/bold]"
+        table.add_row(*cells)
     console.print(table)
+    console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
+                  f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})", highlight=False)
+    console.print(decision["text"], highlight=False, markup=False)
     for row in rows:
         if row.get("error"):
             err_console.print(f"{row['scheduler']}: {row['error']}", highlight=False)
@@ -346,8 +365,10 @@ def finite_or_null(value: Any) -> Any:
 
 
 def _fmt(value: Any) -> str:
+    if value is None:
+        return ""
     if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}" if abs(value) >= 0.01 else f"{value:.1e}"
+        return fmt(value)
     if isinstance(value, (list, dict)):
         return json.dumps(value)
     return str(value)

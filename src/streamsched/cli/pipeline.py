@@ -244,8 +244,11 @@ def export(
 
 @app.command("pipeline-demo")
 def pipeline_demo(
-    workload: str = typer.Option("diamond-30", "--workload", "-w"),
-    cluster: str = ClusterOpt,
+    workload: str = typer.Option(
+        "fischer-payload-10", "--workload", "-w",
+        help="built-in workload or an experiment's graph (fischer-payload-10: Fischer's Payload, 10 chains of 8 tasks)"),
+    cluster: str = typer.Option(
+        "fischer-11", "--cluster", "-c", help="built-in cluster, an experiment's (fischer-N: N iMacs) or a cluster file"),
     scheduler: str = typer.Option("even", "--scheduler", "-s"),
     param: Optional[list[str]] = ParamOpt,
     rows: int = typer.Option(20_000, "--rows"),
@@ -254,10 +257,11 @@ def pipeline_demo(
     seed: int = typer.Option(0, "--seed"),
     master: str = MasterOpt,
 ) -> None:
-    """generate -> ingest on Spark -> snapshot -> schedule, in one command."""
-    from streamsched.demo import run_demo
+    """generate -> ingest on Spark -> snapshot -> schedule, in one command (the cluster is written
+    to OUT/cluster.json for `compare --cluster`)."""
+    from streamsched.demo import demo_cluster, run_demo
 
-    result = run_demo(_spark(master), workload, load_cluster(cluster), out, scheduler, rows, dirty, seed,
+    result = run_demo(_spark(master), workload, demo_cluster(cluster), out, scheduler, rows, dirty, seed,
                       params=parse_params(param))
     _print(result, False)
 

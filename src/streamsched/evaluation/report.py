@@ -29,15 +29,15 @@ from streamsched.model.taskgraph import TaskGraph
 COLUMNS = (
     ("scheduler", "scheduler", "{}"),
     ("status", "status", "{}"),
-    ("inter_node_traffic", "inter-node traffic", "{:.4g}"),
-    ("inter_worker_traffic", "inter-worker traffic", "{:.4g}"),
+    ("inter_node_traffic", "inter-node traffic", "{:,.0f}"),
+    ("inter_worker_traffic", "inter-worker traffic", "{:,.0f}"),
     ("nodes_used", "nodes used", "{}"),
     ("workers_used", "workers used", "{}"),
     ("load_imbalance", "load imbalance", "{:.3f}"),
-    ("throughput_tps", "predicted throughput (tuples/s)", "{:.4g}"),
-    ("throughput_per_node", "throughput per node (eq. 1.2)", "{:.4g}"),
-    ("throughput_io_tps", "throughput, io-bound regime", "{:.4g}"),
-    ("throughput_cpu_tps", "throughput, cpu-bound regime", "{:.4g}"),
+    ("throughput_tps", "predicted throughput (tuples/s)", "{:,.0f}"),
+    ("throughput_per_node", "throughput per node (eq. 1.2)", "{:,.0f}"),
+    ("throughput_io_tps", "throughput, io-bound regime", "{:,.0f}"),
+    ("throughput_cpu_tps", "throughput, cpu-bound regime", "{:,.0f}"),
     ("latency_ms", "predicted latency (ms)", "{:.4g}"),
     ("bottleneck", "bottleneck", "{}"),
     ("wall_time_s", "wall time (s)", "{:.3g}"),
@@ -81,18 +81,20 @@ def add_prediction(row: dict[str, Any], graph: TaskGraph, cluster: Cluster, plac
 
 
 def write_report(path: str | Path, graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome],
-                 model: ModelParams | None = None, seed: int = 0, title: str | None = None) -> list[Path]:
-    """Write ``path`` (HTML) and ``path`` with .csv and .json suffixes; returns the three paths."""
+                 model: ModelParams | None = None, seed: int = 0, title: str | None = None,
+                 verdict: dict[str, Any] | None = None) -> list[Path]:
+    """Write ``path`` (HTML) and ``path`` with .csv and .json suffixes; returns the three paths.
+    ``verdict`` (:func:`streamsched.evaluation.verdict.verdict`) heads the page and the JSON."""
     path = check_report_path(path)
     model = model or ModelParams()
     rows = [o.row for o in outcomes]
     csv_path, json_path = path.with_suffix(".csv"), path.with_suffix(".json")
     write_csv(csv_path, rows)
     document = {"workload": graph.name, "cluster": cluster.name, "seed": seed, "model": asdict(model),
-                "results": rows}
+                "verdict": verdict, "results": rows}
     json_path.write_text(json.dumps(document, indent=1, default=_jsonable))
-    path.write_text(render_html(graph, cluster, outcomes, model, seed, title, csv_path.name, json_path.name),
-                    encoding="utf-8")
+    path.write_text(render_html(graph, cluster, outcomes, model, seed, title, csv_path.name, json_path.name,
+                                verdict), encoding="utf-8")
     return [path, csv_path, json_path]
 
 
@@ -118,7 +120,7 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], model: ModelParams, seed: int,
-                title: str | None, csv_name: str, json_name: str) -> str:
+                title: str | None, csv_name: str, json_name: str, verdict: dict[str, Any] | None = None) -> str:
     rows = [o.row for o in outcomes]
     names = [r["scheduler"] for r in rows]
     title = title or f"{graph.name} on {cluster.name}"
@@ -131,6 +133,9 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
         "not measured on a cluster. Data: "
         f"<a href='{html.escape(csv_name)}'>{html.escape(csv_name)}</a>, "
         f"<a href='{html.escape(json_name)}'>{html.escape(json_name)}</a>.</p>")
+    if verdict is not None:
+        parts.append(f"<p class='verdict' id='verdict'><b>{html.escape(verdict['text'])}</b><br>"
+                     f"<span class='note'>Rows ranked by {html.escape(verdict['sort_key'])}.</span></p>")
     parts.append(_table(rows))
     failed = [r for r in rows if r.get("error")]
     for row in failed:
@@ -164,7 +169,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         for key, _, fmt in COLUMNS:
             value = row.get(key)
             cells.append(f"<td>{html.escape(_format(value, fmt))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        body.append(("<tr class='best'>" if row.get("best") else "<tr>") + "".join(cells) + "</tr>")
     return f"<table id='results'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
@@ -226,7 +231,7 @@ th, td {{ border: 1px solid #bbb; padding: 0.25em 0.5em; text-align: right; }}
 th {{ background: #eef; }} td:first-child, td:nth-child(2), td:nth-child(13) {{ text-align: left; }}
 .charts img {{ margin: 0.3em; vertical-align: top; }}
 img.placement {{ max-width: 100%; border: 1px solid #ddd; }}
-.note {{ color: #444; }} .error {{ color: #a00; }}
+.note {{ color: #444; }} .error {{ color: #a00; }} tr.best td {{ background: #e6f4e6; font-weight: bold; }}
 </style></head><body>"""
 
 _SCRIPT = """<script>

@@ -1,0 +1,178 @@
+"""The verdict of a comparison: which placement to use, what it gains against Storm's ``even``,
+and whether placement matters at all within the performance model's error.
+
+Rows come from :func:`streamsched.comparison.rank` (the best first), with the model's predicted
+throughput (:func:`add_predictions`, preset :data:`PRESET`). The verdict names the best
+scheduler and its change against ``even`` in inter-node traffic (i-scheduler.txt eq. 3) and in
+predicted throughput. When every placement's prediction lies within the model's stated error of
+the others, placement cannot be told apart by the model: the verdict says so and names the
+bottleneck instead (a hot task that no placement relieves, docs/evaluation.md M4).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from streamsched.comparison import SORT_KEY, Outcome
+from streamsched.errors import InputError
+from streamsched.evaluation import performance
+from streamsched.evaluation.performance import ModelParams, predict, regime
+from streamsched.model.cluster import Cluster
+from streamsched.model.taskgraph import TaskGraph
+
+#: The model preset the verdict uses: the recommended one (docs/evaluation.md).
+PRESET = "default"
+#: Relative prediction error assumed when the preset states none (docs/evaluation.md, "compare"):
+#: the spread of the papers' own repeated measurements and of our reproductions before calibration.
+FALLBACK_ERROR = 0.25
+BASELINE = "even"
+
+
+def model_error(preset: str = PRESET) -> tuple[float, str]:
+    """(relative error, where it comes from) of ``preset``'s predictions: the held-out error the
+    calibration states for it (:func:`streamsched.evaluation.performance.preset_error`), else
+    :data:`FALLBACK_ERROR`."""
+    stated = getattr(performance, "preset_error", None)
+    if stated is not None:
+        value = stated(preset)
+        if value is not None and math.isfinite(value) and value > 0:
+            return float(value), f"held-out error of preset {preset!r}"
+    return FALLBACK_ERROR, "fallback: the preset states no error"
+
+
+def add_predictions(outcomes: Iterable[Outcome], graph: TaskGraph, cluster: Cluster,
+                    params: ModelParams | None = None) -> None:
+    """Add the model's ``throughput_tps``, ``bottleneck`` and ``regime`` to every placed row that
+    has none; a graph the model cannot evaluate (a cycle) gets ``prediction_error`` instead."""
+    params = params or regime(PRESET)
+    for outcome in outcomes:
+        if outcome.placement is None or "throughput_tps" in outcome.row:
+            continue
+        try:
+            prediction = predict(graph, cluster, outcome.placement, params)
+        except InputError as exc:
+            outcome.row["prediction_error"] = str(exc)
+            continue
+        outcome.row.update(throughput_tps=prediction.throughput_tps, bottleneck=prediction.bottleneck,
+                           regime=prediction.regime)
+
+
+def fmt(value: float) -> str:
+    """A figure for people: thousands separators, no exponent, about four significant digits."""
+    if not math.isfinite(value):
+        return "unbounded" if value > 0 else "n/a"
+    if value == 0 or abs(value) >= 100:
+        return f"{value:,.0f}"
+    decimals = max(0, 3 - int(math.floor(math.log10(abs(value)))))
+    return f"{value:,.{decimals}f}".rstrip("0").rstrip(".")
+
+
+def _pct(change: float) -> str:
+    return f"{change:+.1f} %"
+
+
+def _change(new: float, old: float) -> float | None:
+    """Relative change in percent; None when ``old`` is zero (no base to compare with)."""
+    if not (math.isfinite(new) and math.isfinite(old)) or old == 0:
+        return None
+    return 100.0 * (new / old - 1.0)
+
+
+def _throughput(row: dict[str, Any]) -> float | None:
+    value = row.get("throughput_tps")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def describe_bottleneck(bottleneck: str) -> str:
+    """``executor of task X`` -> ``task X (its one executor thread)``; others unchanged."""
+    prefix = "executor of task "
+    if bottleneck.startswith(prefix):
+        return f"task {bottleneck[len(prefix):]} (its one executor thread is saturated)"
+    return bottleneck
+
+
+def _common_bottleneck(best: dict[str, Any], predicted: list[tuple[dict[str, Any], float]]) -> str:
+    """The bottleneck all placements share, else what they have in common, else the best's."""
+    found = [str(r.get("bottleneck")) for r, _ in predicted]
+    own = str(best.get("bottleneck"))
+    if len(set(found)) == 1:
+        return describe_bottleneck(found[0])
+    if all(b.startswith("executor of task ") for b in found):
+        return f"one executor thread in every placement ({own} in {best['scheduler']}; the tasks are loaded alike)"
+    return f"{describe_bottleneck(own)} in {best['scheduler']} (the placements differ)"
+
+
+def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str = PRESET,
+            error_source: str | None = None) -> dict[str, Any]:
+    """The verdict on ranked ``rows`` (best first, with predictions): a JSON-ready dict whose
+    ``text`` is the one line the compare output ends with.
+
+    ``placement_matters`` is False when the highest predicted throughput of a valid placement
+    exceeds the lowest by no more than ``error`` (relative, as the change against ``even`` is
+    measured); ``None`` when fewer than two placements have a prediction.
+    """
+    if error is None:
+        error, error_source = model_error(preset)
+    placed = [r for r in rows if r.get("rank") is not None]
+    out: dict[str, Any] = {"best": None, "baseline": BASELINE, "sort_key": SORT_KEY, "model": preset,
+                           "model_error_pct": 100.0 * error, "model_error_source": error_source}
+    if not placed:
+        out.update(placement_matters=None, text="verdict: no scheduler produced a valid placement")
+        return out
+    best = placed[0]
+    base = next((r for r in placed if r["scheduler"] == BASELINE), None)
+    predicted = [(r, _throughput(r)) for r in placed if _throughput(r) is not None]
+    out["best"] = best["scheduler"]
+    out["inter_node_traffic"] = {"best": best["inter_node_traffic"],
+                                 BASELINE: base["inter_node_traffic"] if base else None,
+                                 "reduction_pct": None}
+    out["throughput_tps"] = {"best": _throughput(best), BASELINE: _throughput(base) if base else None,
+                             "change_pct": None}
+    out["bottleneck"] = best.get("bottleneck")
+    spread = None
+    if len(predicted) >= 2:
+        top = max(t for _, t in predicted)
+        low = min(t for _, t in predicted)
+        spread = 0.0 if top == low else (top / low - 1.0 if low > 0 and math.isfinite(top) else math.inf)
+    out["throughput_spread_pct"] = None if spread is None else 100.0 * spread
+    out["placement_matters"] = None if spread is None else spread > error
+    if base is not None:
+        change = _change(best["inter_node_traffic"], base["inter_node_traffic"])
+        out["inter_node_traffic"]["reduction_pct"] = None if change is None else -change
+        if _throughput(best) is not None and _throughput(base) is not None:
+            out["throughput_tps"]["change_pct"] = _change(_throughput(best), _throughput(base))
+    out["text"] = _text(out, best, base, predicted, error)
+    return out
+
+
+def _text(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
+          predicted: list[tuple[dict[str, Any], float]], error: float) -> str:
+    name, band = best["scheduler"], f"±{100 * error:.0f} %"
+    traffic = v["inter_node_traffic"]
+    said = f"inter-node traffic {fmt(traffic['best'])} tuples/s"
+    if base is not None and base is not best:
+        reduction = traffic["reduction_pct"]
+        said += (f" against {BASELINE}'s {fmt(traffic[BASELINE])}"
+                 + (f" ({_pct(-reduction)})" if reduction is not None else ""))
+    if v["placement_matters"] is False:
+        return (f"verdict: placement hardly matters here: every placement's predicted throughput is within "
+                f"the model's error ({band}, spread {v['throughput_spread_pct']:.1f} %); the bottleneck is "
+                f"{_common_bottleneck(best, predicted)}. Fewest inter-node tuples: {name}, {said}.")
+    if base is None:
+        return f"verdict: best is {name}: {said}; no {BASELINE} row to compare with"
+    if base is best:
+        return (f"verdict: {BASELINE} (Storm's default) is best here: {said}; no scheduler cuts less traffic")
+    change = v["throughput_tps"]["change_pct"]
+    if change is None:
+        return f"verdict: best is {name}: {said}; no predicted throughput to compare"
+    throughput = (f"predicted throughput {fmt(v['throughput_tps']['best'])} against "
+                  f"{fmt(v['throughput_tps'][BASELINE])} tuples/s ({_pct(change)}, model {v['model']!r}, error {band})")
+    if change > 100 * error:
+        return f"verdict: use {name}: {said}; {throughput}"
+    if change >= -100 * error:
+        return (f"verdict: best is {name}: {said}; {throughput}: within the model's error, so no throughput "
+                f"gain over {BASELINE} can be claimed")
+    return (f"verdict: {name} cuts traffic but is predicted slower than {BASELINE}: {said}; {throughput}. "
+            f"{name}'s bottleneck is {describe_bottleneck(str(best.get('bottleneck')))} on {best.get('nodes_used')} "
+            f"nodes, {BASELINE}'s is {describe_bottleneck(str(base.get('bottleneck')))} on {base.get('nodes_used')}")

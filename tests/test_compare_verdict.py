@@ -1,0 +1,142 @@
+"""``compare`` ranks and explains (issue 17, item 3): rows sorted by inter-node traffic
+(i-scheduler.txt eq. 3) with the best marked, and a verdict against Storm's ``even``: the
+reduction in traffic and the change in predicted throughput (docs/evaluation.md M1-M4), or
+"placement hardly matters" when every prediction lies within the model's error."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from streamsched.cli import main
+from streamsched.comparison import Outcome, placement_row, rank, rank_outcomes, run_schedulers
+from streamsched.evaluation.performance import ModelParams
+from streamsched.evaluation.verdict import PRESET, add_predictions, fmt, verdict
+from streamsched.model.cluster import Cluster, Node
+from streamsched.model.placement import Placement
+from streamsched.model.taskgraph import TaskGraph
+
+
+def test_rows_are_ranked_by_traffic_then_throughput_with_failures_last():
+    rows = [
+        {"scheduler": "skipped-one", "status": "skipped", "reason": "no edge nodes"},
+        {"scheduler": "even", "status": "ok", "valid": True, "inter_node_traffic": 900.5, "throughput_tps": 10.0},
+        {"scheduler": "crashed", "status": "error", "valid": False, "error": "RuntimeError: boom"},
+        {"scheduler": "fast-tie", "status": "ok", "valid": True, "inter_node_traffic": 120.25, "throughput_tps": 30.0},
+        {"scheduler": "slow-tie", "status": "ok", "valid": True, "inter_node_traffic": 120.25, "throughput_tps": 20.0},
+        {"scheduler": "overfull", "status": "invalid", "valid": False, "inter_node_traffic": 0.0},
+        {"scheduler": "refused", "status": "infeasible", "valid": False, "error": "too small"},
+        {"scheduler": "metis", "status": "ok", "valid": True, "inter_node_traffic": 400.0},
+    ]
+    ranked = rank(rows)
+    assert [r["scheduler"] for r in ranked] == ["fast-tie", "slow-tie", "metis", "even", "overfull", "refused",
+                                                "crashed", "skipped-one"]
+    assert [r["rank"] for r in ranked] == [1, 2, 3, 4, None, None, None, None]
+    assert [r["best"] for r in ranked] == [True] + [False] * 7  # an invalid placement of 0 traffic is not best
+
+
+def _two_chains() -> tuple[TaskGraph, Cluster, dict[str, Placement]]:
+    """a0 -> b0 and a1 -> b1, 100 tuples/s each, load 1 per task, on two 4-core 2.7 GHz nodes.
+    ``colocate`` keeps each chain on a node (one worker each); ``even`` puts the a's on node 0
+    and the b's on node 1, as Storm's round robin over operators does, so both edges cross."""
+    graph = TaskGraph.build("two-chains", ["a", "b"], np.array([0, 0, 1, 1]), np.ones(4),
+                            np.array([0, 1]), np.array([2, 3]), np.array([100.0, 100.0]))
+    cluster = Cluster("pair", (Node("n0", capacity=2.0, slots=1), Node("n1", capacity=2.0, slots=1)))
+    placements = {"colocate": Placement.build([0, 1, 0, 1], [0, 0, 0, 0]),
+                  "even": Placement.build([0, 0, 1, 1], [0, 0, 0, 0])}
+    return graph, cluster, placements
+
+
+#: One load unit = one 2.7 GHz core; 2.7e6 cycles to serialise a tuple (and as many to deserialise).
+HAND_MODEL = ModelParams(cycles_per_load_unit=2.7e9, serialize_cycles_per_tuple=2.7e6, serialize_cycles_per_byte=0.0)
+
+
+def test_verdict_numbers_by_hand_on_two_chains():
+    """By hand (M1, M2, M4): colocated, each executor needs 2.7e9 cycles/s of its 2.7 GHz core,
+    so the rate scale is 1 and throughput 200 tuples/s. Crossing, every task also (de)serialises
+    100 tuples/s x 2.7e6 cycles: 2.97e9 cycles/s, scale 2.7/2.97 = 10/11, throughput 2000/11.
+    Nodes (4 cores: scale >= 1.8) and NICs (10 kB/s) never bind. Gain: 200 / (2000/11) = +10 %."""
+    graph, cluster, placements = _two_chains()
+    outcomes = [Outcome(placement_row(name, graph, cluster, p), p) for name, p in placements.items()]
+    add_predictions(outcomes, graph, cluster, HAND_MODEL)
+    rows = [o.row for o in rank_outcomes(outcomes)]
+    assert [r["scheduler"] for r in rows] == ["colocate", "even"] and rows[0]["best"]
+    result = verdict(rows, error=0.05, preset="hand", error_source="test")
+    assert result["best"] == "colocate"
+    assert result["inter_node_traffic"] == {"best": 0.0, "even": 200.0, "reduction_pct": 100.0}
+    assert result["throughput_tps"]["best"] == pytest.approx(200.0)
+    assert result["throughput_tps"]["even"] == pytest.approx(2000.0 / 11.0)
+    assert result["throughput_tps"]["change_pct"] == pytest.approx(10.0)
+    assert result["placement_matters"] is True and result["throughput_spread_pct"] == pytest.approx(10.0)
+    assert result["text"].startswith("verdict: use colocate: inter-node traffic 0 tuples/s against even's 200 (-100.0 %)")
+    assert "predicted throughput 200 against 182 tuples/s (+10.0 %" in result["text"]
+    # the same +10 % inside a 20 % model error claims nothing
+    cautious = verdict(rows, error=0.20, preset="hand", error_source="test")
+    assert cautious["placement_matters"] is False and "placement hardly matters here" in cautious["text"]
+
+
+def _hot_key_graph() -> TaskGraph:
+    """A skewed fields grouping (wordcount's shape, measured-style figures): 4 spout tasks feed
+    4 count tasks; one key takes 70 % of the tuples, so count[0] carries a load of 3.6 (of a
+    4-core node's capacity 4) while the others carry 0.1-0.15. Tuples of 100 bytes."""
+    n_spouts = 4
+    src, dst, rate = [], [], []
+    share = np.array([0.7, 0.11, 0.1, 0.09])
+    for s in range(n_spouts):
+        for c in range(4):
+            src.append(s)
+            dst.append(n_spouts + c)
+            rate.append(1000.0 * share[c] * (1.0 + 0.03 * s))
+    rate = np.array(rate)
+    load = np.array([0.31, 0.29, 0.3, 0.32, 3.6, 0.15, 0.14, 0.1])
+    return TaskGraph.build("hot-key", ["spout", "count"], np.repeat([0, 1], 4), load, np.array(src),
+                           np.array(dst), rate, bytes_rate=rate * 100.0)
+
+
+def test_a_hot_task_makes_placement_not_matter():
+    """count[0]'s executor needs 3.6 x 5.4e8 = 1.94e9 of its core's 2.7e9 cycles/s (scale 1.39)
+    wherever it runs, while its node (4 cores, at most 4 load units) allows scale >= 5: every
+    placement is limited by that one thread, and the verdict says so instead of ranking noise."""
+    graph = _hot_key_graph()
+    cluster = Cluster("four", tuple(Node(f"n{i}", capacity=4.0, slots=2) for i in range(4)))
+    outcomes = run_schedulers(graph, cluster, ["even", "metis", "t3", "ols", "r-storm", "i-scheduler"])
+    add_predictions(outcomes, graph, cluster, ModelParams())
+    rows = [o.row for o in rank_outcomes(outcomes)]
+    assert {r["bottleneck"] for r in rows} == {"executor of task count[0]"}
+    result = verdict(rows, error=0.05, preset="default-params", error_source="test")
+    assert result["placement_matters"] is False and result["throughput_spread_pct"] < 5
+    assert "placement hardly matters here" in result["text"]
+    assert "the bottleneck is task count[0]" in result["text"]
+    assert result["best"] == rows[0]["scheduler"]
+
+
+def test_compare_json_carries_the_ranking_and_the_verdict(capsys):
+    code = main(["compare", "-w", "pageload", "-c", "homogeneous-10", "--schedulers", "isolation,even,metis,t3",
+                 "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    document = json.loads(out)
+    rows = document["results"]
+    traffic = [r["inter_node_traffic"] for r in rows if r.get("rank") is not None]
+    assert traffic == sorted(traffic) and rows[-1]["scheduler"] == "isolation" and rows[-1]["rank"] is None
+    assert [r["best"] for r in rows].count(True) == 1 and rows[0]["best"]
+    assert document["verdict"]["best"] == rows[0]["scheduler"]
+    assert document["verdict"]["model"] == PRESET and document["sort_key"].startswith("inter-node traffic")
+    assert document["verdict"]["text"].startswith("verdict: ")
+
+
+def test_compare_table_ends_with_the_verdict(capsys):
+    code = main(["compare", "-w", "pageload", "-c", "homogeneous-10", "--schedulers", "even,metis,t3"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert "1 best" in out and "e+0" not in out
+    assert " ".join(lines[-3:]).count("verdict: ") == 1
+
+
+@pytest.mark.parametrize("value, text", [(39160.4, "39,160"), (1234567.0, "1,234,567"), (181.818, "182"),
+                                         (12.3456, "12.35"), (0.5, "0.5"), (0.00123, "0.00123"), (0.0, "0")])
+def test_figures_print_with_separators_and_no_exponent(value, text):
+    assert fmt(value) == text
