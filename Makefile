@@ -32,8 +32,9 @@ demo: setup
 		print('ingest:', i['rows_read'], 'rows read =', i['rows_accepted'], 'accepted +', sum(i['rows_quarantined'].values()), 'quarantined', i['rows_quarantined']); \
 		print('snapshot:', r['snapshot'])"
 	$(BIN)/streamsched compare \
-		--graph "$$($(BIN)/python -c "import json; print(json.load(open('$(DEMO)/pipeline.json'))['snapshot'])")/fischer-payload-10.parquet" \
+		--graph "$$($(BIN)/python -c "import json; print(json.load(open('$(DEMO)/pipeline.json'))['snapshot'])")" \
 		--cluster $(DEMO)/cluster.json --schedulers all --report $(DEMO)/report.html
+	@echo "report: $(DEMO)/report.html (verdict on top; report.json holds it as 'verdict')"
 
 test: setup
 	$(BIN)/python -m pytest -q --durations=15

@@ -171,9 +171,16 @@ def list_(what: str = typer.Argument("all", help="schedulers, workloads, cluster
                           "; ".join(p.describe() for p in cls.params))
         console.print(table)
     if what in ("all", "workloads"):
-        console.print("[bold]workloads:[/bold] " + ", ".join(workloads.workload_names()))
+        table = Table("workload", "tasks", "what", "source", title="workloads")
+        for row in workloads.workload_descriptions():
+            table.add_row(*row)
+        console.print(table)
     if what in ("all", "clusters"):
-        console.print("[bold]clusters:[/bold] " + ", ".join(workloads.cluster_names()))
+        table = Table("cluster", "nodes", "what", "source", title="clusters")
+        for name, (what_it_is, source) in workloads.CLUSTER_DESCRIPTIONS.items():
+            nodes = "H + L" if name == "high-low-H-L" else str(workloads.cluster(name.replace("-sK", "")).n_nodes)
+            table.add_row(name, nodes, what_it_is, source)
+        console.print(table)
 
 
 @app.command()
@@ -342,14 +349,15 @@ def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows:
             cells[0], cells[1] = f"{row['rank']} best", f"[bold]{cells[1]}[/bold]"
         table.add_row(*cells)
     console.print(table)
-    console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
-                  f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})", highlight=False)
-    console.print(decision["text"], highlight=False, markup=False)
     for row in rows:
         if row.get("error"):
             err_console.print(f"{row['scheduler']}: {row['error']}", highlight=False)
         if row.get("status") == "skipped":
             err_console.print(f"{row['scheduler']}: skipped: {row['reason']}", highlight=False)
+    console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
+                  f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})", highlight=False,
+                  soft_wrap=True)
+    console.print(decision["text"], highlight=False, markup=False, soft_wrap=True)
 
 
 def finite_or_null(value: Any) -> Any:

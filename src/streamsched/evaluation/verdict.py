@@ -11,7 +11,9 @@ bottleneck instead (a hot task that no placement relieves, docs/evaluation.md M4
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any, Iterable
 
 from streamsched.comparison import SORT_KEY, Outcome
@@ -23,22 +25,27 @@ from streamsched.model.taskgraph import TaskGraph
 
 #: The model preset the verdict uses: the recommended one (docs/evaluation.md).
 PRESET = "default"
-#: Relative prediction error assumed when the preset states none (docs/evaluation.md, "compare"):
-#: the spread of the papers' own repeated measurements and of our reproductions before calibration.
+#: Relative prediction error assumed when the calibration states none (docs/evaluation.md,
+#: "compare: ranking and verdict").
 FALLBACK_ERROR = 0.25
 BASELINE = "even"
 
 
 def model_error(preset: str = PRESET) -> tuple[float, str]:
-    """(relative error, where it comes from) of ``preset``'s predictions: the held-out error the
-    calibration states for it (:func:`streamsched.evaluation.performance.preset_error`), else
+    """(relative error, where it comes from) of ``preset``'s predictions: the median held-out
+    (leave-one-experiment-out) error that the calibration file states for the fitted set behind
+    ``preset`` (``default`` and the section 6.1 settings are the file's ``default`` set), else
     :data:`FALLBACK_ERROR`."""
-    stated = getattr(performance, "preset_error", None)
-    if stated is not None:
-        value = stated(preset)
-        if value is not None and math.isfinite(value) and value > 0:
-            return float(value), f"held-out error of preset {preset!r}"
-    return FALLBACK_ERROR, "fallback: the preset states no error"
+    try:
+        document = json.loads(Path(performance.CALIBRATION_FILE).read_text(encoding="utf-8"))
+        fitted = document["sets"]
+        name = preset if preset in fitted else document["default"]
+        held = fitted[name].get("held_out_error_pct") or {}
+        if held.get("n") and math.isfinite(held["median"]) and held["median"] > 0:
+            return held["median"] / 100.0, f"median held-out error of the fitted set {name!r}, {held['n']} cells"
+    except (AttributeError, OSError, KeyError, TypeError, ValueError):
+        pass
+    return FALLBACK_ERROR, "fallback: the calibration states no held-out error"
 
 
 def add_predictions(outcomes: Iterable[Outcome], graph: TaskGraph, cluster: Cluster,
