@@ -1,13 +1,13 @@
-"""Comparison reports: one self-contained HTML page (tables, bar charts, placement pictures,
-PNG images inlined as ``data:`` URIs) with the same rows as CSV and JSON beside it.
+"""Comparison reports: one self-contained HTML page (table, trade-off overview, bar charts,
+per placement a node view, a traffic map and utilisation bars; all inline SVG) with the same
+rows as CSV and JSON beside it; and the before/after page of a re-plan.
 
-The page carries a small script that records script errors and image loading in ``<body>``
+The page carries a small script that records script errors and rendered pictures in ``<body>``
 attributes (``data-images-loaded``, ``data-script-errors``), so a headless browser can check it.
 """
 
 from __future__ import annotations
 
-import base64
 import csv
 import html
 import json
@@ -20,7 +20,9 @@ from streamsched.comparison import Outcome
 from streamsched.comparison import run_schedulers as compare_runs
 from streamsched.errors import InputError
 from streamsched.evaluation.performance import ModelParams, predict, regime
-from streamsched.evaluation.pictures import MAX_PICTURE_TASKS, bar_chart, placement_picture
+from streamsched.metrics import evaluate
+from streamsched.evaluation.pictures import (MAX_PICTURE_TASKS, before_after, metric_bars, moved_tasks, node_view,
+                                             svg, traffic_and_load, tradeoff)
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -137,15 +139,20 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
         parts.append(f"<p class='verdict' id='verdict'><b>{html.escape(verdict['text'])}</b><br>"
                      f"<span class='note'>Rows ranked by {html.escape(verdict['sort_key'])}.</span></p>")
     parts.append(_table(rows))
+    parts.append("<h2>Trade-off</h2><p class='note'>Each point is a placement: inter-node traffic against "
+                 "predicted throughput; the line joins the placements no other beats on both.</p>")
+    parts.append(_figure(svg(tradeoff(rows, prefix="overview-")), "trade-off overview", "overview"))
     failed = [r for r in rows if r.get("error")]
     for row in failed:
         parts.append(f"<p class='error'>{html.escape(row['scheduler'])}: {html.escape(row['error'])}</p>")
     parts.append("<h2>Charts</h2><div class='charts'>")
-    for key, chart_title, unit in CHARTS:
-        values = [_number(r.get(key)) for r in rows]
-        parts.append(_img(bar_chart(chart_title, names, values, unit), f"chart {key}", "chart"))
-    parts.append("</div><h2>Placements</h2>")
-    for outcome in outcomes:
+    columns = [(f"{chart_title} ({unit})", [_number(r.get(key)) for r in rows]) for key, chart_title, unit in CHARTS]
+    parts.append(_figure(svg(metric_bars(names, columns, prefix="charts-")), "charts of every metric", "chart"))
+    parts.append("</div><h2>Placements</h2><p class='note'>Per placement: the used nodes (boxes in the node's "
+                 "colour) with their workers and tasks, a task shaded darker the more tuples/s it sends and "
+                 "receives; the task x task traffic ordered by node (traffic outside the diagonal blocks crosses "
+                 "nodes); every node's placed load and predicted CPU as a share of its capacity.</p>")
+    for index, outcome in enumerate(outcomes):
         name = outcome.row["scheduler"]
         parts.append(f"<h3>{html.escape(name)}</h3>")
         if outcome.placement is None:
@@ -154,8 +161,7 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
         elif graph.n_tasks > MAX_PICTURE_TASKS:
             parts.append(f"<p>{graph.n_tasks} tasks: too many to draw (limit {MAX_PICTURE_TASKS}).</p>")
         else:
-            picture = placement_picture(graph, cluster, outcome.placement, name)
-            parts.append(_img(picture, f"placement of {name}", "placement"))
+            parts.append(_placement_pictures(graph, cluster, outcome.placement, model, name, f"s{index}-"))
     parts.append("<h2>Model parameters</h2><pre>" + html.escape(json.dumps(asdict(model), indent=1)) + "</pre>")
     parts.append(_SCRIPT + "</body></html>")
     return "\n".join(parts)
@@ -173,9 +179,46 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return f"<table id='results'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _img(data: bytes, alt: str, kind: str) -> str:
-    encoded = base64.b64encode(data).decode("ascii")
-    return f"<img class='{kind}' alt='{html.escape(alt)}' src='data:image/png;base64,{encoded}'>"
+def _placement_pictures(graph: TaskGraph, cluster: Cluster, placement: Placement, model: ModelParams, name: str,
+                        prefix: str) -> str:
+    cpu = predict(graph, cluster, placement, model).node_cpu_utilisation
+    views = (_figure(svg(node_view(graph, cluster, placement, prefix)), f"nodes of {name}", "nodes"),
+             _figure(svg(traffic_and_load(graph, cluster, placement, cpu, prefix)), f"traffic and load of {name}",
+                     "traffic"))
+    return "<div class='placement'>" + "".join(views) + "</div>"
+
+
+def _figure(svg_text: str, alt: str, kind: str) -> str:
+    """An SVG document inlined in the page (its XML prolog dropped), labelled for screen readers."""
+    body = svg_text[svg_text.index("<svg"):]
+    return f"<figure class='picture {kind}' role='img' aria-label='{html.escape(alt)}'>{body}</figure>"
+
+
+def write_replan_report(path: str | Path, graph: TaskGraph, cluster: Cluster, before: Placement, after: Placement,
+                        model: ModelParams | None = None) -> Path:
+    """One HTML page: the running and the re-planned placement side by side, moved tasks
+    outlined in red, and their metrics and predicted throughput in a table."""
+    path = check_report_path(path)
+    model = model or ModelParams()
+    moved = moved_tasks(before, after)
+    rows = []
+    for label, placement in (("before (running)", before), ("after (re-planned)", after)):
+        rows.append(add_prediction({"scheduler": label, **evaluate(graph, placement, cluster)}, graph, cluster,
+                                   placement, model))
+    title = f"re-plan of {graph.name} on {cluster.name}"
+    names = ", ".join(graph.task_label(t) for t in moved.tolist()) or "none"
+    parts = [_HEAD.format(title=html.escape(title)), f"<h1>{html.escape(title)}</h1>",
+             f"<p class='note'>{moved.size} of {graph.n_tasks} tasks change node: {html.escape(names)}. "
+             "Throughput and latency are <b>predicted by the performance model</b> of docs/evaluation.md.</p>",
+             _table(rows)]
+    if graph.n_tasks > MAX_PICTURE_TASKS:
+        parts.append(f"<p>{graph.n_tasks} tasks: too many to draw (limit {MAX_PICTURE_TASKS}).</p>")
+    else:
+        parts.append(_figure(svg(before_after(graph, cluster, before, after, prefix="r-")),
+                             "placement before and after the re-plan", "replan"))
+    parts.append(_SCRIPT + "</body></html>")
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
 
 
 def _format(value: Any, fmt: str) -> str:
@@ -229,19 +272,20 @@ body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
 table {{ border-collapse: collapse; font-size: 0.85em; }}
 th, td {{ border: 1px solid #bbb; padding: 0.25em 0.5em; text-align: right; }}
 th {{ background: #eef; }} td:first-child, td:nth-child(2), td:nth-child(13) {{ text-align: left; }}
-.charts img {{ margin: 0.3em; vertical-align: top; }}
-img.placement {{ max-width: 100%; border: 1px solid #ddd; }}
+figure.picture {{ margin: 0.3em; display: inline-block; vertical-align: top; }}
+figure.picture svg {{ max-width: 100%; height: auto; display: block; }}
+.placement {{ display: flex; flex-wrap: wrap; gap: 0.5em; align-items: flex-start; border: 1px solid #ddd; }}
 .note {{ color: #444; }} .error {{ color: #a00; }} tr.best td {{ background: #e6f4e6; font-weight: bold; }}
 </style></head><body>"""
 
 _SCRIPT = """<script>
 window.addEventListener('load', function () {
-  var images = Array.prototype.slice.call(document.images);
-  var loaded = images.filter(function (img) { return img.complete && img.naturalWidth > 0; }).length;
-  document.body.setAttribute('data-images', String(images.length));
-  document.body.setAttribute('data-images-loaded', String(loaded));
-  document.body.setAttribute('data-charts', String(document.querySelectorAll('img.chart').length));
-  document.body.setAttribute('data-placements', String(document.querySelectorAll('img.placement').length));
+  var pictures = Array.prototype.slice.call(document.querySelectorAll('figure.picture > svg'));
+  var shown = pictures.filter(function (p) { var r = p.getBoundingClientRect(); return r.width > 0 && r.height > 0; });
+  document.body.setAttribute('data-images', String(pictures.length));
+  document.body.setAttribute('data-images-loaded', String(shown.length));
+  document.body.setAttribute('data-charts', String(document.querySelectorAll('figure.chart > svg').length));
+  document.body.setAttribute('data-placements', String(document.querySelectorAll('div.placement').length));
   document.body.setAttribute('data-script-errors', String(window.__errors.length));
   document.body.setAttribute('data-ready', 'yes');
 });
