@@ -40,14 +40,13 @@ from streamsched.model.units import CORES, TASKS, check_unit
 from streamsched.pipeline import schema as S
 from streamsched.pipeline import sources
 from streamsched.pipeline.blocks import BLOCK as ARROW_BLOCK, floats, pack_frame, read_blocks
-from streamsched.pipeline.merge import MergeWindow, merge_group
+from streamsched.pipeline.merge import GROUP, MergeWindow, merge_sorted
 from streamsched.pipeline.native_reader import check_header
 from streamsched.pipeline.session import python_workers
 from streamsched.pipeline.store import (claim_tmp, find_ingested, input_key, record_ingested, write_run_report,
                                         write_snapshot)
 
 BLOCK = from_arrow_schema(ARROW_BLOCK)
-GROUP = ["part", "kind", "topology", "a", "b"]
 
 
 @dataclass(frozen=True)
@@ -90,11 +89,13 @@ def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.
         share[k].append(str(f))
         size[k] += f.stat().st_size
 
+    time_range = options.time_range  # not ``options``: the tasks would import .sources (and Spark SQL)
+
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for paths in batch.column("paths").to_pylist():
                 for path in paths:
-                    yield from read_blocks(path, kind, options.time_range)
+                    yield from read_blocks(path, kind, time_range)
 
     rows = spark.sparkContext.parallelize([(paths,) for paths in share], tasks).toDF("paths array<string>")
     return rows.mapInArrow(read, BLOCK)
@@ -136,13 +137,13 @@ def _merge(frames: list[DataFrame], merge_window: MergeWindow, declared: dict[st
            out: Path) -> None:
     """Group the blocks, merge every group (:func:`.merge.merge_group`) and append the result
     to ``out``, partitioned by ``part``; a file that could not be read is an InputError."""
-    def merge(table: pa.Table) -> pa.Table:
-        return merge_group(table, merge_window, declared)
+    def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return merge_sorted(batches, merge_window, declared)
 
     # One partition per core; explicit, so adaptive execution does not coalesce it to fewer.
     blocks = reduce(DataFrame.unionByName, frames)
     blocks = blocks.repartition(blocks.sparkSession.sparkContext.defaultParallelism, *GROUP)
-    merged = blocks.groupBy(*GROUP).applyInArrow(merge, BLOCK)
+    merged = blocks.sortWithinPartitions(*GROUP).mapInArrow(merge, BLOCK)
     merged.write.mode("append").partitionBy("part").parquet(str(out))
     if (out / "part=error").exists():
         errors = sorted(r["raw"] for r in merged.sparkSession.read.parquet(str(out / "part=error")).collect())
