@@ -229,6 +229,54 @@ _MICRO = {"linear": micro_linear, "diamond": micro_diamond, "star": micro_star}
 _FIXED: dict[str, Callable[[], Topology]] = {**_throughput_variants(), **_applications()}
 
 
+#: ``list workloads``: per name (a family for the sized ones), what it is and where it comes from.
+WORKLOAD_DESCRIPTIONS: dict[str, tuple[str, str]] = {
+    "linear-N": ("micro-benchmark: a chain of N/2 operators of 2 tasks; rate 1 per task pair, load 1",
+                 "i-scheduler.txt Fig. 3a; t3-scheduler.txt sec. 5"),
+    "diamond-N": ("micro-benchmark: source (4 tasks) -> (N-8)/2 middle operators (2) -> sink (4)",
+                  "i-scheduler.txt Fig. 3b; t3-scheduler.txt sec. 5"),
+    "star-N": ("micro-benchmark: 2-task sources and sinks, added alternately, around a 4-task centre",
+               "i-scheduler.txt Fig. 3c; t3-scheduler.txt sec. 5"),
+    "linear-tp": ("throughput variant: a chain of 4 operators of 8 tasks", "i-scheduler.txt sec. 6.1"),
+    "diamond-tp": ("throughput variant: spout -> two middle operators -> sink, 8 tasks each", "i-scheduler.txt sec. 6.1"),
+    "star-tp": ("throughput variant: 2 spouts (4 tasks) -> centre (8) -> 2 sinks (8)", "i-scheduler.txt sec. 6.1"),
+    "rstorm-linear": ("R-Storm's linear benchmark: spout (4) -> 3 bolts (6), shuffle", "R-Storm (Peng et al. 2015)"),
+    "rstorm-diamond": ("R-Storm's diamond benchmark: spout (2) -> 4 bolts (4) -> output (6)", "R-Storm (Peng et al. 2015)"),
+    "rstorm-star": ("R-Storm's star benchmark: 2 spouts (2) -> centre (6) -> 2 outputs (6)", "R-Storm (Peng et al. 2015)"),
+    "wordcount": ("WordCount: spout (5) -> split (8, shuffle, x8 words) -> count (12, fields, skewed keys)",
+                  "thesis-top-a3-ban-gr-storm.txt ch. 4, Table 4.2"),
+    "exclamation": ("Exclamation: word (10) -> exclaim1 (3) -> exclaim2 (2), shuffle",
+                    "thesis-top-a3-ban-gr-storm.txt ch. 4, Table 4.2"),
+    "smart-home": ("DEBS 2014 load prediction: source -> house / plug load (fields) -> sink, 10 tasks each",
+                   "i-scheduler.txt sec. 6.2"),
+    "taxi-routes": ("DEBS 2015 frequent routes: 16 / 16 / 8 / 4 / 1 tasks; shuffle, shuffle, fields, global",
+                    "t3-scheduler.txt sec. 6.3"),
+    "parallel": ("Parallel: spout + 7 bolts in 10 disjoint chains, 16 B tuples", "fischer-metis-scheduler.txt IV-C"),
+    "payload": ("Payload: Parallel with 3 KB tuples",
+                "fischer-metis-scheduler.txt IV-C"),
+    "pageload": ("PageLoad: a shuffle chain of 7 components of 3 tasks", "R-Storm's evaluation (thesis related work)"),
+    "processing": ("Processing: spout (2) -> transform (4) -> two branches of two bolts (4)",
+                   "R-Storm's evaluation (thesis related work)"),
+    "random-K[-sS]": ("seeded random DAG of K operators (seed S, default 0), parallelism 1-8", "ours (random_topology)"),
+}
+
+
+def workload_descriptions() -> list[tuple[str, str, str, str]]:
+    """``(name, tasks, what, source)`` per entry of :data:`WORKLOAD_DESCRIPTIONS`; tasks counted
+    from the built graph (sized families: their sizes)."""
+    sizes = f"{MICRO_SIZES[0]}-{MICRO_SIZES[-1]}"
+    out = []
+    for name, (what, source) in WORKLOAD_DESCRIPTIONS.items():
+        if name.endswith("-N"):
+            tasks = f"N = {sizes}"
+        elif name in _FIXED:
+            tasks = str(workload(name).n_tasks)
+        else:
+            tasks = "varies"
+        out.append((name, tasks, what, source))
+    return out
+
+
 def workload_names() -> list[str]:
     micro = [f"{shape}-{n}" for shape in _MICRO for n in MICRO_SIZES]
     return micro + sorted(_FIXED) + ["random-K[-sS]"]
@@ -268,6 +316,17 @@ def thesis_cluster(slots: int = 3) -> Cluster:
                   ram_mb=ram * 1024)
              for names, cores, ghz, fpc, ram in THESIS_MACHINES for name in names]
     return Cluster(f"thesis-9-s{slots}", tuple(nodes))
+
+
+#: ``list clusters``: per name, what it is and where it comes from.
+CLUSTER_DESCRIPTIONS: dict[str, tuple[str, str]] = {
+    "homogeneous-10": ("10 nodes of capacity 4 (tasks)", "ours: the micro-benchmarks' default"),
+    "heterogeneous-10": ("3 nodes of capacity 6 + 3 of 4 + 4 of 2 (tasks)", "ours"),
+    "high-low-H-L": ("H high VMs (4 cores, 4 GiB, 4 slots, capacity 16) + L low (2 cores, 2 GiB, 2 slots, 8)",
+                     "i-scheduler.txt sec. 5-6; t3-scheduler.txt sec. 6"),
+    "thesis-9": ("the nine supervisors (8 / 4 / 4 cores), 3 worker slots each", "thesis Table 4.1"),
+    "thesis-9-sK": ("thesis-9 with K worker slots per node (the scenarios S1-S6)", "thesis Tables 4.1-4.2"),
+}
 
 
 def cluster_names() -> list[str]:

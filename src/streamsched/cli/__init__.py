@@ -19,6 +19,7 @@ from typer.exceptions import Abort, TyperException
 
 # Topic modules register their commands on import.
 from streamsched.cli import core  # noqa: F401
+from streamsched.cli import costs  # noqa: F401
 from streamsched.cli import edge  # noqa: F401
 from streamsched.cli import engines  # noqa: F401
 from streamsched.cli import evaluation  # noqa: F401

@@ -42,27 +42,38 @@ def gen_metrics(
     workload: Optional[str] = WorkloadOpt,
     graph: Optional[Path] = GraphOpt,
     out: Path = typer.Option(..., "--out", "-o", help="directory to write metric files into"),
-    placement: Optional[Path] = typer.Option(None, "--placement", help="placement JSON (hosts of Storm logs)"),
+    placement: Optional[list[Path]] = typer.Option(
+        None, "--placement", help="placement JSON (hosts of Storm logs; remote tuples of --cpu-per-tuple); repeat it "
+        "to change the placement between equal phases of the run"),
     cluster: str = ClusterOpt,
     rows: int = typer.Option(100_000, "--rows", help="traffic rows (rounded up to whole intervals)"),
     fmt: str = typer.Option("csv", "--format", help="csv, jsonl, parquet or storm-log"),
     dirty: float = typer.Option(0.01, "--dirty", help="share of extra dirty rows, in [0, 1)"),
     noise: float = typer.Option(0.1, "--noise", help="lognormal sigma of per-sample noise"),
     skew: float = typer.Option(0.0, "--skew", help="lognormal sigma of the fixed per-pair rate factor"),
-    rate_scale: float = typer.Option(100.0, "--rate-scale", help="tuples/s per unit of graph rate"),
+    rate_scale: float = typer.Option(1.0, "--rate-scale", help="multiply the graph's declared rates (tuples/s) by this"),
+    cpu_per_tuple: Optional[list[str]] = typer.Option(
+        None, "--cpu-per-tuple", help="[OPERATOR=]TIME: ground-truth CPU per executed tuple (e.g. 20us; repeatable, a bare "
+        "TIME for every operator not named): loads become the busy cores the tuples cost"),
+    remote_cpu_per_tuple: Optional[str] = typer.Option(
+        None, "--remote-cpu-per-tuple", help="TIME: extra CPU per tuple leaving its worker, half on each end"),
     rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
     seed: int = typer.Option(0, "--seed", min=0),
 ) -> None:
     """Synthetic monitoring data for a workload (and placement), with noise, skew and dirty rows."""
+    from streamsched.model.costs import parse_cost_model
     from streamsched.pipeline.generate import generate_metrics
 
     task_graph = load_graph(workload, graph)
     nodes = load_cluster(cluster)
-    placed = read_placement(placement, task_graph, nodes) if placement is not None else None
-    summary = generate_metrics(task_graph, out, rows=rows, fmt=fmt, placement=placed, cluster=nodes, seed=seed,
+    costs = parse_cost_model(cpu_per_tuple or [], remote_cpu_per_tuple)
+    placed = [read_placement(p, task_graph, nodes) for p in placement or []]
+    summary = generate_metrics(task_graph, out, rows=rows, fmt=fmt, placement=placed or None, cluster=nodes, seed=seed,
                                dirty=dirty, noise=noise, skew=skew, rate_scale=rate_scale,
-                               rows_per_file=rows_per_file)
+                               rows_per_file=rows_per_file, costs=costs)
     summary.pop("expected_rate")
+    for phase in summary["phases"]:
+        phase["placement"] = str(placement[phase["placement"]])
     _print(summary, False)
 
 

@@ -17,6 +17,8 @@ from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import check_units
 
 FORMAT = "streamsched.placement/1"
+#: Operator name of a task whose graph file had no tasks table (graph_files); never compared.
+UNNAMED_OPERATOR = "task"
 #: ``worker_of`` value of a task placed on a node but not (yet) on a worker slot.
 NO_WORKER = -1
 #: Relative slack when comparing loads with capacities (float sums of loads).
@@ -97,6 +99,7 @@ class Placement:
             "metadata": dict(self.metadata),
             "nodes": [n.name for n in cluster.nodes],
             "tasks": graph.task_ids.tolist(),
+            "operator": [graph.operator_names[k] for k in graph.task_operator.tolist()],
             "node": self.node_of.tolist(),
             "worker": self.worker_of.tolist(),
         }
@@ -149,6 +152,7 @@ class Placement:
             k = int(np.flatnonzero(counts != 1)[0])
             state = "missing" if counts[k] == 0 else "listed twice"
             raise InputError(f"{where}.tasks: task {graph.task_ids[k]} is {state}")
+        _check_operators(data.get("operator"), graph, index, where)
         node_of = np.empty(graph.n_tasks, np.int64)
         worker_of = np.empty(graph.n_tasks, np.int64)
         node_of[index] = node_map[file_node]
@@ -163,6 +167,24 @@ class Placement:
         from streamsched.io import read_document
 
         return cls.from_dict(read_document(path), graph, cluster, where=str(path))
+
+
+def _check_operators(names: Any, graph: TaskGraph, index: np.ndarray, where: str) -> None:
+    """A file's optional ``operator`` list (one name per entry of ``tasks``; files written
+    before it have none) must name each task's operator in ``graph``: a placement of another
+    graph with the same task ids is refused. A task of an edge list without a tasks table (on
+    either side) has no operator name to compare."""
+    if names is None:
+        return
+    if not isinstance(names, list) or len(names) != index.size or not all(isinstance(n, str) for n in names):
+        raise InputError(f"{where}.operator: expected one operator name (a string) per entry of 'tasks'")
+    ours = np.asarray(graph.operator_names, dtype=object)[graph.task_operator[index]]
+    theirs = np.asarray(names, dtype=object)
+    wrong = np.flatnonzero((ours != theirs) & (ours != UNNAMED_OPERATOR) & (theirs != UNNAMED_OPERATOR))
+    if wrong.size:
+        k = int(wrong[0])
+        raise InputError(f"{where}.operator: task {graph.task_ids[index[k]]} is {theirs[k]!r} here but {ours[k]!r} "
+                         f"in graph {graph.name!r} (a placement of another graph?)")
 
 
 def _jsonable(value: Any) -> Any:

@@ -2,12 +2,17 @@
 
 Plain numpy + pyarrow, written in chunks, so it scales from thousands to hundreds of millions of
 rows without Spark. Model: edge e of the task graph carries ``r_e = rate[e] * rate_scale * m_e``
-tuples/s with a fixed per-pair skew factor ``m_e = exp(skew * N(0,1))``; every ``interval_s``
-each pair reports ``round(r_e * interval_s * n)`` tuples with noise ``n = exp(noise * N(0,1))``
-(exactly ``r_e * interval_s`` when ``noise = 0``), bytes = tuples x bytes per tuple. Each task
-reports its load (``load[t]``, with the same noise) every interval. A share ``dirty`` of extra
-rows is dirty, one kind after another (see :data:`DIRTY_KINDS`); the returned summary says how
-many of each were written, so an ingest run can be checked against it.
+tuples/s (``rate_scale`` 1: the declared rates) with a fixed per-pair skew factor
+``m_e = exp(skew * N(0,1))``; every ``interval_s`` each pair reports ``r_e * interval_s * n``
+tuples, rounded up or down at random (unbiased: a pair of 0.3 tuples/s is not rounded away),
+with mean-one noise ``n = exp(noise * N(0,1) - noise^2 / 2)`` (exactly ``r_e * interval_s`` when
+``noise = 0``), bytes = tuples x bytes per tuple. Each task reports its load every interval, with
+the same noise: ``load[t]``, or with a :class:`~streamsched.model.costs.CostModel` the busy cores
+its tuples of that interval cost under the placement of the moment (``placement`` may be a list:
+the intervals are cut into as many equal phases, one placement each, so that a snapshot per
+phase can tell per-operator cost from remote-tuple cost). A share ``dirty`` of extra rows is
+dirty, one kind after another (see :data:`DIRTY_KINDS`); the returned summary says how many of
+each were written, so an ingest run can be checked against it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +32,7 @@ import pyarrow.parquet as pq
 
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
+from streamsched.model.costs import CostModel, crossing_edges, processed
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 
@@ -67,11 +73,13 @@ def check_disk_space(out: Path, rows: int, fmt: str, n_edges: int, dirty: float)
 
 
 def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt: str = "csv",
-                     placement: Placement | None = None, cluster: Cluster | None = None,
+                     placement: Placement | Sequence[Placement] | None = None, cluster: Cluster | None = None,
                      seed: int = 0, dirty: float = 0.01, noise: float = 0.1, skew: float = 0.0,
-                     rate_scale: float = 100.0, interval_s: float = 1.0, start: float = DEFAULT_START,
-                     rows_per_file: int = 1_000_000, topology: str | None = None) -> dict[str, Any]:
-    """Write about ``rows`` traffic rows (whole intervals) plus load samples into ``out``."""
+                     rate_scale: float = 1.0, interval_s: float = 1.0, start: float = DEFAULT_START,
+                     rows_per_file: int = 1_000_000, topology: str | None = None,
+                     costs: CostModel | None = None) -> dict[str, Any]:
+    """Write about ``rows`` traffic rows (whole intervals) plus load samples into ``out``; with
+    ``costs``, loads in busy cores that follow it (one phase per placement)."""
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
     for name, value, low in (("rows", rows, 1), ("rows_per_file", rows_per_file, 1)):
@@ -86,6 +94,16 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
         raise InputError("--noise and --skew must be >= 0; --rate-scale and --interval must be > 0")
     if graph.n_edges == 0:
         raise InputError(f"graph {graph.name!r} has no edges to generate traffic for")
+    placements = [] if placement is None else [placement] if isinstance(placement, Placement) else list(placement)
+    intervals = max(1, math.ceil(rows / graph.n_edges))
+    if len(placements) > intervals:
+        raise InputError(f"--placement: {len(placements)} placements (one phase each) but only {intervals} "
+                         f"intervals of {graph.n_edges} rows; give more --rows")
+    if fmt == "storm-log" and len(placements) > 1:
+        raise InputError("--placement: --format storm-log takes one placement (a worker log has one host layout)")
+    if costs is not None and costs.remote_cpu_per_tuple > 0 and not placements:
+        raise InputError("--remote-cpu-per-tuple: give --placement (which tuples leave their worker depends on it)")
+    task_cost = costs.operator_cost(graph) if costs is not None else None
     out = Path(out)
     check_disk_space(out, rows, fmt, graph.n_edges, dirty)
     if out.exists() and not out.is_dir():
@@ -99,17 +117,26 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
         raise InputError(f"--rate-scale {rate_scale:g}: the graph's rates times it exceed {MAX_RATE:g} tuples/s")
     per_tuple = np.where(graph.rate > 0, graph.bytes_rate / np.where(graph.rate > 0, graph.rate, 1), 0.0)
     per_tuple = np.where(per_tuple > 0, per_tuple, 100.0)
-    intervals = max(1, math.ceil(rows / graph.n_edges))
+    phase_length = intervals // max(1, len(placements))
+    phase_of = np.minimum(np.arange(intervals) // phase_length, max(0, len(placements) - 1))
+    crossing = (np.stack([crossing_edges(graph, p) for p in placements]) if costs is not None and placements
+                else np.zeros((1, graph.n_edges), bool))
     summary: dict[str, Any] = {
         "topology": topo, "format": fmt, "intervals": intervals, "interval_s": interval_s,
-        "start": start, "end": start + (intervals - 1) * interval_s, "seed": seed,
+        "start": start, "end": start + (intervals - 1) * interval_s, "seed": seed, "rate_scale": rate_scale,
         "traffic_rows": 0, "load_rows": 0, "dirty": {}, "files": [],
+        "load_unit": "cores" if costs is not None else graph.load_unit,
+        "cost_model": costs.to_dict() if costs is not None else None,
+        "phases": [_phase(k, phase_of, start, interval_s) for k in range(len(placements))],
         "expected_rate": {"src": graph.task_ids[graph.src].tolist()[:10_000],
                           "dst": graph.task_ids[graph.dst].tolist()[:10_000],
                           "tuples_per_s": pair_rate.tolist()[:10_000]},
     }
     if fmt == "storm-log":
-        _storm_log(graph, out, intervals, pair_rate, placement, cluster, start, interval_s, topo, summary, dirty, rng)
+        task_load = (graph.load if costs is None else
+                     costs.loads(graph, placements[0], pair_rate) if placements else task_cost * processed(graph, pair_rate))
+        _storm_log(graph, out, intervals, pair_rate, placements[0] if placements else None, cluster, start, interval_s,
+                   topo, summary, dirty, rng, task_load)
         return _finish(out, summary)
     kinds = [k for k in DIRTY_KINDS if fmt != "parquet" or k not in TEXT_ONLY]
     intervals_per_chunk = max(1, rows_per_file // graph.n_edges)
@@ -119,7 +146,8 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
         ts = start + (first + np.repeat(np.arange(n_int), graph.n_edges)) * interval_s
         edge = np.tile(np.arange(graph.n_edges), n_int)
         expected = pair_rate[edge] * interval_s
-        tuples = expected if noise == 0 else np.round(expected * np.exp(noise * rng.standard_normal(edge.size)))
+        tuples = expected if noise == 0 else np.floor(
+            expected * _mean_one(noise, rng, edge.size) + rng.random(edge.size))
         traffic = {
             "timestamp": ts, "topology": np.full(edge.size, topo, dtype=object),
             "src_task": graph.task_ids[graph.src][edge], "dst_task": graph.task_ids[graph.dst][edge],
@@ -135,7 +163,17 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
         dirty_count += n_dirty
         t_ts = start + (first + np.repeat(np.arange(n_int), graph.n_tasks)) * interval_s
         task = np.tile(np.arange(graph.n_tasks), n_int)
-        load = graph.load[task] * (np.exp(noise * rng.standard_normal(task.size)) if noise > 0 else 1.0)
+        if costs is None:
+            load = graph.load[task]
+        else:  # the busy cores of each interval's tuples under that interval's placement
+            interval = np.repeat(np.arange(n_int), graph.n_edges)
+            done = tuples / interval_s
+            remote = done * crossing[phase_of[first + interval], edge]
+            ends = [np.bincount(interval * graph.n_tasks + ends_of[edge], weights=w, minlength=task.size)
+                    for ends_of in (graph.dst, graph.src) for w in (done, remote)]
+            load = (task_cost[task] * np.where(ends[0] > 0, ends[0], ends[2])
+                    + costs.remote_cpu_per_tuple * (ends[1] + ends[3]) / 2)
+        load = load * (_mean_one(noise, rng, task.size) if noise > 0 else 1.0)
         loads = {
             "timestamp": t_ts, "topology": np.full(task.size, topo, dtype=object),
             "task": graph.task_ids[task],
@@ -147,6 +185,19 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
         summary["files"].append(_write(out / f"traffic-{chunk:05d}", fmt, traffic, dirty_lines))
         summary["files"].append(_write(out / f"load-{chunk:05d}", fmt, loads, []))
     return _finish(out, summary)
+
+
+def _mean_one(noise: float, rng: np.random.Generator, size: int) -> np.ndarray:
+    """Lognormal factors of mean 1: ``exp(noise * N(0,1) - noise^2 / 2)``."""
+    return np.exp(noise * rng.standard_normal(size) - noise * noise / 2)
+
+
+def _phase(k: int, phase_of: np.ndarray, start: float, interval_s: float) -> dict[str, Any]:
+    """Placement ``k``'s phase: its first and last sample timestamps, and the ingest window
+    (``--window``, ``--until``) that holds exactly its samples."""
+    mine = np.flatnonzero(phase_of == k)
+    first, last = start + mine[0] * interval_s, start + mine[-1] * interval_s
+    return {"placement": k, "first": first, "last": last, "until": last, "window_s": mine.size * interval_s}
 
 
 def _finish(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
@@ -240,7 +291,7 @@ def _java_map(entries: dict[str, object]) -> str:
 
 def _storm_log(graph: TaskGraph, out: Path, intervals: int, pair_rate: np.ndarray, placement: Placement | None,
                cluster: Cluster | None, start: float, interval_s: float, topo: str, summary: dict,
-               dirty: float, rng: np.random.Generator) -> None:
+               dirty: float, rng: np.random.Generator, task_load: np.ndarray) -> None:
     """What a Storm <= 2.2 worker's ``LoggingMetricsConsumer`` writes: one
     ``workers-artifacts/<topology id>/<port>/worker.log.metrics`` with the log4j prefix, the
     map-valued built-in metrics of every task each ``interval_s`` (``__execute-count`` keyed by
@@ -248,7 +299,7 @@ def _storm_log(graph: TaskGraph, out: Path, intervals: int, pair_rate: np.ndarra
     (``__acker``, the consumer, ``__system`` task -1 on every worker) and streams (``__ack_init``,
     ``__ack_ack``, ``__metrics``, ``__tick``). Each pair carries ``round(rate * interval_s)``
     tuples per interval (no noise); one stream per (component, downstream component). The
-    latencies make each bolt's busy fraction its graph load with ``--storm-interval interval_s``.
+    latencies make each bolt's busy fraction ``task_load`` with ``--storm-interval interval_s``.
     ``dirty`` adds that share of dirty lines (:data:`STORM_DIRTY`), each next to the valid line
     it was made from. ``summary["expected_rate"]`` holds the rates ingest recovers: Storm reports
     per (task, upstream component, stream) only, so the estimate splits a receiver's count over
@@ -333,7 +384,7 @@ def _storm_log(graph: TaskGraph, out: Path, intervals: int, pair_rate: np.ndarra
             emit(ids[t], host, port, comp[t], "__fail-count", "{}", False)
             if t in executed:
                 keys = {k: int(v) for k, v in executed[t].items()}
-                ms = float(graph.load[t]) * 1000.0 * interval_s / received if received > 0 else 0.0
+                ms = float(task_load[t]) * 1000.0 * interval_s / received if received > 0 else 0.0
                 emit(ids[t], host, port, comp[t], "__execute-count", _java_map(keys | {"__system:__tick": 1}), False)
                 emit(ids[t], host, port, comp[t], "__execute-latency",
                      _java_map({k: ms for k in keys} | {"__system:__tick": 0.0}), False)

@@ -1,0 +1,172 @@
+"""Issue 17 item 6, the plumbing: one graph argument everywhere, readable summaries with
+``--json``, operator names in placement files, described workloads and clusters, capacity
+checked before long work, and ``reproduce edge-cloud``."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from streamsched import workloads
+from streamsched.cli import main
+from streamsched.model import Placement
+from streamsched.model.graph_files import read_graph
+from streamsched.pipeline.store import write_snapshot
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _snapshot(tmp_path: Path) -> Path:
+    """A snapshot as ingest stores it (the store's own writer, store.write_snapshot): the
+    measured-style graph below under the topology name 'app'."""
+    (tmp_path / "g.csv").write_text("src,dst,rate,bytes\n1,2,5.5,550\n2,3,1.25,100\n3,4,5.5,550\n")
+    (tmp_path / "g.tasks.csv").write_text("id,operator,load\n1,read,0.7\n2,parse,1.3\n3,parse,0.9\n4,write,0.4\n")
+    graph = read_graph(tmp_path / "g.csv")
+    from dataclasses import replace
+
+    return write_snapshot(tmp_path / "store", replace(graph, name="app"), {"window": {"end": 1_700_000_060.0}})
+
+
+# ------------------------------------------------------------------ one graph argument
+def test_schedule_takes_the_snapshot_directory_its_parquet_and_the_graph_file(tmp_path, capsys):
+    """The directory `ingest` prints and the .parquet inside it read as the same graph, named
+    after the manifest's topology; the CSV it came from gives the same traffic."""
+    snapshot = _snapshot(tmp_path)
+    documents = []
+    for graph in (snapshot, snapshot / "app.parquet", tmp_path / "g.csv"):
+        code, out, err = run(capsys, "schedule", "--graph", str(graph), "-c", "homogeneous-10", "-s", "even", "--json")
+        assert code == 0, err
+        documents.append(json.loads(out)["metrics"])
+    assert documents[0] == documents[1]
+    # even on 10 nodes of capacity 4: one task per node, every edge cut (5.5 + 1.25 + 5.5)
+    assert documents[0]["inter_node_traffic"] == documents[2]["inter_node_traffic"] == pytest.approx(12.25)
+    code, out, _ = run(capsys, "schedule", "--graph", str(snapshot), "-c", "homogeneous-10")
+    assert code == 0 and out.startswith("app on homogeneous-10: even placed 4 tasks")
+
+
+def test_export_and_evaluate_take_the_snapshot_through_graph(tmp_path, capsys):
+    snapshot = _snapshot(tmp_path)
+    placement = tmp_path / "p.json"
+    assert main(["schedule", "--graph", str(snapshot), "-o", str(placement)]) == 0
+    capsys.readouterr()
+    code, out, err = run(capsys, "export", str(placement), "--graph", str(snapshot), "--format", "heron")
+    assert code == 0, err
+    assert json.loads(out)["id"] == "app"  # the plan id defaults to the graph name: the manifest's topology
+    code, out, err = run(capsys, "evaluate", str(placement), "--graph", str(snapshot / "app.parquet"), "--json")
+    assert code == 0 and json.loads(out)["valid"] is True
+
+
+def test_a_store_or_a_missing_graph_is_one_line_exit_2(tmp_path, capsys):
+    snapshot = _snapshot(tmp_path)
+    code, _, err = run(capsys, "schedule", "--graph", str(tmp_path / "store"))
+    assert code == 2 and err.count("\n") == 1
+    assert "a snapshot store" in err and str(snapshot) in err
+    code, _, err = run(capsys, "schedule", "--graph", str(tmp_path / "nothing"))
+    assert code == 2 and err == f"error: {tmp_path / 'nothing'}: file not found\n"
+    (tmp_path / "empty").mkdir()
+    code, _, err = run(capsys, "schedule", "--graph", str(tmp_path / "empty"))
+    assert code == 2 and "neither a snapshot" in err
+
+
+@pytest.mark.spark
+def test_the_snapshot_ingest_prints_is_a_graph_argument(spark, tmp_path, capsys):
+    """The real path: gen-metrics -> Spark ingest -> the printed snapshot directory to schedule."""
+    from streamsched.pipeline.ingest import Window, ingest
+
+    assert main(["gen-metrics", "-w", "diamond-12", "--out", str(tmp_path / "m"), "--rows", "300", "--dirty", "0"]) == 0
+    report = ingest(spark, [tmp_path / "m"], tmp_path / "store", Window(seconds=3600.0))
+    capsys.readouterr()
+    code, out, err = run(capsys, "schedule", "--graph", report["snapshots"][0], "-c", "homogeneous-10", "--json")
+    assert code == 0, err
+    assert json.loads(out)["metrics"]["valid"] is True
+
+
+# ------------------------------------------------------------------ summaries and --json
+def test_schedule_summary_states_hand_computed_traffic_and_nodes(tmp_path, capsys):
+    """Chain 1-2-3-4 with rates 5, 1, 5 on two nodes of capacity 2: the best cut is the middle
+    edge, 1 of 11 tuples/s (9.1 %); each node holds one operator pair."""
+    (tmp_path / "c.yaml").write_text("name: two\nnode_types:\n  - {count: 2, capacity: 2}\n")
+    (tmp_path / "g.csv").write_text("src,dst,rate\n1,2,5\n2,3,1\n3,4,5\n")
+    (tmp_path / "g.tasks.csv").write_text("id,operator,load\n1,a,1\n2,b,1\n3,c,1\n4,d,1\n")
+    argv = ["schedule", "--graph", str(tmp_path / "g.csv"), "-c", str(tmp_path / "c.yaml"), "-s", "optimal"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("g on two: optimal placed 4 tasks on 2 of 2 nodes")
+    assert "inter-node traffic    1 tuples/s  (9.1 % of 11 tuples/s)" in out
+    assert sorted(re.sub(r"^\s*\S+\s+", "", line) for line in lines if "x1" in line) == [
+        "2 / 2  a x1, b x1", "2 / 2  c x1, d x1"]
+    assert lines[-1] == "  valid placement"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(out)
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0 and json.loads(out)["metrics"]["inter_node_traffic"] == 1.0
+
+
+def test_predict_and_replan_summaries_agree_with_their_json(tmp_path, capsys):
+    placement = tmp_path / "p.json"
+    assert main(["schedule", "-w", "linear-12", "-c", "homogeneous-10", "-o", str(placement)]) == 0
+    capsys.readouterr()
+    code, text, _ = run(capsys, "predict", str(placement), "-w", "linear-12")
+    code_json, out, _ = run(capsys, "predict", str(placement), "-w", "linear-12", "--json")
+    assert code == code_json == 0
+    predicted = json.loads(out)
+    assert f"throughput  {predicted['throughput_tps']:,.0f} tuples/s" in text
+    assert f"bottleneck  {predicted['bottleneck']} ({predicted['regime']}-bound)" in text
+    code, text, _ = run(capsys, "replan", str(placement), "-w", "linear-12", "-m", "0.5")
+    code_json, out, _ = run(capsys, "replan", str(placement), "-w", "linear-12", "-m", "0.5", "--json")
+    assert code == code_json == 0
+    meta, metrics = json.loads(out)["metadata"], json.loads(out)["metrics"]
+    assert f"moves {meta['moved']} of 12 tasks at 0.5 each" in text
+    assert f"-> {metrics['inter_node_traffic']:.0f} tuples/s" in text
+
+
+# ------------------------------------------------------------------ operator names
+def test_placement_files_name_each_tasks_operator_and_old_files_still_read(tmp_path, capsys):
+    placement = tmp_path / "p.json"
+    assert main(["schedule", "-w", "wordcount", "-c", "high-low-1-2", "-o", str(placement)]) == 0
+    document = json.loads(placement.read_text())
+    # wordcount: spout x5, split x8, count x12 (thesis ch. 4), task ids in that order
+    assert document["operator"] == ["spout"] * 5 + ["split"] * 8 + ["count"] * 12
+    graph, cluster = workloads.workload("wordcount"), workloads.cluster("high-low-1-2")
+    current = Placement.read(placement, graph, cluster)
+    older = {k: v for k, v in document.items() if k != "operator"}  # written before the field
+    (tmp_path / "old.json").write_text(json.dumps(older))
+    assert (Placement.read(tmp_path / "old.json", graph, cluster).node_of == current.node_of).all()
+
+
+def test_a_placement_of_another_graph_with_the_same_task_ids_is_refused(tmp_path, capsys):
+    """linear-12 and diamond-12 both number their tasks 0-11; only the operators tell them apart."""
+    placement = tmp_path / "p.json"
+    assert main(["schedule", "-w", "linear-12", "-o", str(placement)]) == 0
+    capsys.readouterr()
+    code, _, err = run(capsys, "evaluate", str(placement), "-w", "diamond-12")
+    assert code == 2 and err == (f"error: {placement}.operator: task 0 is 'op0' here but 'source' in graph "
+                                 "'diamond-12' (a placement of another graph?)\n")
+    document = json.loads(placement.read_text())
+    document["operator"] = document["operator"][:-1]
+    (tmp_path / "short.json").write_text(json.dumps(document))
+    code, _, err = run(capsys, "evaluate", str(tmp_path / "short.json"), "-w", "linear-12")
+    assert code == 2 and "short.json.operator: expected one operator name" in err
+
+
+# ------------------------------------------------------------------ list
+def test_list_describes_every_workload_and_cluster(capsys):
+    names = set(workloads.WORKLOAD_DESCRIPTIONS)
+    fixed = {n for n in workloads.workload_names() if not re.fullmatch(r"(linear|diamond|star)-\d+", n)}
+    assert fixed <= names and list(workloads.CLUSTER_DESCRIPTIONS) == workloads.cluster_names()
+    rows = {name: (tasks, source) for name, tasks, _, source in workloads.workload_descriptions()}
+    assert rows["wordcount"][0] == "25" and rows["payload"][0] == "80"  # 5+8+12; 10 chains of 8
+    assert rows["payload"][1] == "fischer-metis-scheduler.txt IV-C"
+    code, out, _ = run(capsys, "list", "workloads")
+    assert code == 0 and "Payload: Parallel with 3 KB tuples" in out and "linear-N" in out
+    code, out, _ = run(capsys, "list", "clusters")
+    assert code == 0 and "thesis Table 4.1" in out
