@@ -89,7 +89,7 @@ def build(directory: Path, master: str) -> None:
     for k, name in enumerate(MICRO):
         g = workload(name)
         summary = generate_metrics(g, metrics / name, rows=INTERVALS * g.n_edges, seed=1 + k, noise=0.1, skew=0.2,
-                                   dirty=0.01, topology=name)
+                                   dirty=0.01, topology=name, rate_scale=100)
         generated[name] = dict(seed=1 + k, traffic_rows=summary["traffic_rows"], load_rows=summary["load_rows"],
                                dirty=summary["dirty"])
     started = time.perf_counter()

@@ -81,7 +81,7 @@ def main() -> None:
     if not (data / "_generator.json").exists():
         started = time.perf_counter()
         summary = generate_metrics(workloads.workload(args.workload), data, rows=args.rows, fmt=args.format,
-                                   dirty=0.001, noise=0.1, seed=1)
+                                   dirty=0.001, noise=0.1, seed=1, rate_scale=100)
         generate_s = time.perf_counter() - started
     else:
         summary, generate_s = json.loads((data / "_generator.json").read_text()), None
