@@ -432,7 +432,7 @@ def tradeoff(rows: Sequence[dict], prefix: str = ""):
     ax.set_ylabel("predicted throughput (tuples/s)", fontsize=7)
     ax.tick_params(labelsize=6)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, loc="lower left")
+    ax.legend(fontsize=6, loc="best")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(EngFormatter(sep=""))
     x_span, y_span = np.ptp(xs) or max(abs(xs[0]), 1.0), np.ptp(ys) or max(abs(ys[0]), 1.0)
@@ -458,7 +458,6 @@ def _wrap(text: str, font: float, width: float) -> list[str]:
 def _label_column(fig, ax, labels, font: float, line_h: float, column_x: float, fig_h: float, prefix: str) -> None:
     """Place the labels in a column at ``column_x`` points, each as near its point's height as
     the labels above and below allow (a top-down then bottom-up sweep), with a leader line."""
-    fig.canvas.draw()
     to_points = fig.dpi_scale_trans.inverted() + matplotlib.transforms.Affine2D().scale(72)
     anchors = [ax.transData.transform(key) for key, _ in labels]
     anchors_pt = [(to_points.transform(a)[0], fig_h - to_points.transform(a)[1]) for a in anchors]
