@@ -170,3 +170,36 @@ def test_list_describes_every_workload_and_cluster(capsys):
     assert code == 0 and "Payload: Parallel with 3 KB tuples" in out and "linear-N" in out
     code, out, _ = run(capsys, "list", "clusters")
     assert code == 0 and "thesis Table 4.1" in out
+
+
+# ------------------------------------------------------------------ reproduce edge-cloud
+def test_reproduce_edge_cloud_puts_the_papers_statements_beside_the_simulation(tmp_path, capsys):
+    """edge-cloud-topset.txt section 5 on the small setup (quick: RW 2 +/- 0.5, 30 intervals),
+    without the GAs to stay fast. Each row is the simulation `edge simulate` runs for that cell,
+    and the comparison's verdicts follow from those rows."""
+    from streamsched.edge.simulation import simulate, summarise
+
+    out = tmp_path / "edge"
+    code, text, err = run(capsys, "reproduce", "edge-cloud", "--quick", "--schedulers",
+                          "topset,topset-p,edge-only,cloud-only", "-o", str(out))
+    assert code == 0, err
+    rows = json.loads((out / "results.json").read_text())
+    rebalanced = [f"{s}{'' if r == 'none' else '+' + r}" for s in ("topset", "topset-p")
+                  for r in ("none", "vertex", "edge", "both")]
+    assert sorted(r["label"] for r in rows) == sorted(rebalanced + ["edge-only", "cloud-only"])
+    direct = summarise(simulate("small", "rw-0.5", "topset-p", "edge", 0, 30))[0]
+    row = next(r for r in rows if r["label"] == "topset-p+edge")
+    assert row["intervals"] == 30 and len(row["interval_rows"]) == 30
+    for key in ("mean_sum_makespan_s", "total_migrations", "failed", "mean_stabilization_s"):
+        assert row[key] == direct[key], key
+    assert "interval_rows" not in (out / "results.csv").read_text().splitlines()[0]
+
+    table = (out / "comparison.md").read_text()
+    means = {r["label"]: r["mean_sum_makespan_s"] for r in rows if "+" not in r["label"]}
+    lowest = min(means, key=means.get)
+    assert (f"| Cloud-Only has the least sum of makespans | Fig. 3: 'in all the cases' | lowest mean | "
+            f"{lowest} ({means[lowest]:.3g} s) | {'1' if lowest == 'cloud-only' else '0'} of 1 |") in table
+    assert f"x{means['topset-p'] / means['topset']:.3f}; <= in" in table
+    assert "return no solution beyond" not in table  # a statement about the large setup only
+    assert (out / "small-rw-0.5" / "intervals.csv").is_file() and (out / "small-rw-0.5" / "fig3_makespan.png").is_file()
+    assert text.startswith("edge-cloud: 10 rows")

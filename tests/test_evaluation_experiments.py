@@ -173,7 +173,8 @@ def add_experiment_file(tmp_path, monkeypatch):
 
 def test_one_file_adds_a_reproduction(tmp_path, add_experiment_file):
     add_experiment_file("toy")
-    assert list(registry.experiments()) == ["fischer", "micro-optimum", "section6", "thesis", "toy"]
+    assert list(registry.experiments()) == ["edge-cloud", "edge-cloud-large", "fischer", "micro-optimum", "section6",
+                                            "thesis", "toy"]
     result = reproduce("toy", tmp_path / "out")
     (row,) = result.rows
     # its own cluster name resolves through the module; even places linear-10 like a direct run

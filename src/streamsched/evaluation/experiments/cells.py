@@ -39,7 +39,9 @@ class Experiment:
     """One paper's experiment. ``cells(schedulers, quick, seed)`` lists its runs;
     ``summarise(rows, out_dir)`` writes its tables and figures and returns their paths.
     ``graph(name, seed)`` and ``cluster(name)`` build the instances only this experiment
-    names (None for any other name); the rest are built-in workloads and clusters."""
+    names (None for any other name); the rest are built-in workloads and clusters. ``run``
+    replaces the runner's cell (one scheduler's placement) for experiments whose cells are
+    something else (the edge paper's control-interval simulations)."""
 
     name: str
     summary: str
@@ -48,3 +50,4 @@ class Experiment:
     summarise: Callable[[list[dict[str, Any]], Path], list[Path]]
     graph: Callable[[str, int], TaskGraph | None] | None = None
     cluster: Callable[[str], Cluster | None] | None = None
+    run: Callable[[Cell], dict[str, Any]] | None = None

@@ -48,13 +48,14 @@ def run_cell(cell: Cell) -> dict[str, Any]:
 
 
 def run_cells(cells: list[Cell], engine: str = "local", jobs: int = 1,
-              progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+              progress: Callable[[int, int], None] | None = None,
+              run: Callable[[Cell], dict[str, Any]] = run_cell) -> list[dict[str, Any]]:
     """Rows of every cell, in order: ``local`` (``jobs`` processes) or ``spark`` (one Spark
     task per cell, :func:`streamsched.pipeline.sweep.map_on_spark`)."""
     if engine == "spark":
         from streamsched.pipeline.sweep import map_on_spark
 
-        return map_on_spark(run_cell, cells)
+        return map_on_spark(run, cells)
     if engine != "local":
         raise InputError(f"--engine: {engine!r} is not one of local, spark")
     if jobs < 1:
@@ -62,12 +63,12 @@ def run_cells(cells: list[Cell], engine: str = "local", jobs: int = 1,
     rows: list[dict[str, Any]] = []
     if jobs == 1:
         for i, cell in enumerate(cells):
-            rows.append(run_cell(cell))
+            rows.append(run(cell))
             if progress:
                 progress(i + 1, len(cells))
         return rows
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for i, row in enumerate(pool.map(run_cell, cells)):
+        for i, row in enumerate(pool.map(run, cells)):
             rows.append(row)
             if progress:
                 progress(i + 1, len(cells))
@@ -98,7 +99,7 @@ def reproduce(name: str, out_dir: str | Path, schedulers: Iterable[str] | None =
     missing = [s for s in chosen if s not in registered]
     start = time.perf_counter()
     cells = exp.cells(tuple(s for s in chosen if s in registered), quick, seed)
-    rows = run_cells(cells, engine=engine, jobs=jobs, progress=progress)
+    rows = run_cells(cells, engine=engine, jobs=jobs, progress=progress, run=exp.run or run_cell)
     rows += [{"experiment": name, "scheduler": s, "workload": "-", "cluster": "-", "seed": seed, "label": "",
               "status": "missing", "error": f"scheduler {s!r} is not registered"} for s in missing]
     out.mkdir(parents=True, exist_ok=True)
@@ -107,15 +108,20 @@ def reproduce(name: str, out_dir: str | Path, schedulers: Iterable[str] | None =
     return ReproductionResult(name, rows, written, missing, time.perf_counter() - start)
 
 
+#: Row fields written to results.json only (one entry per simulated interval: too long for a CSV cell).
+JSON_ONLY = ("interval_rows",)
+
+
 def _write_rows(out: Path, rows: list[dict[str, Any]]) -> list[Path]:
     keys: list[str] = []
     for row in rows:
-        keys.extend(k for k in row if k not in keys)
+        keys.extend(k for k in row if k not in keys and k not in JSON_ONLY)
     csv_path, json_path = out / "results.csv", out / "results.json"
     with csv_path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=keys)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
+            writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()
+                             if k not in JSON_ONLY})
     json_path.write_text(json.dumps(rows, indent=1, default=str))
     return [csv_path, json_path]
