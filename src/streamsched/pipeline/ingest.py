@@ -30,6 +30,7 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -145,9 +146,20 @@ def _merge(frames: list[DataFrame], merge_window: MergeWindow, declared: dict[st
     blocks = blocks.repartition(blocks.sparkSession.sparkContext.defaultParallelism, *GROUP)
     merged = blocks.sortWithinPartitions(*GROUP).mapInArrow(merge, BLOCK)
     merged.write.mode("append").partitionBy("part").parquet(str(out))
-    if (out / "part=error").exists():
-        errors = sorted(r["raw"] for r in merged.sparkSession.read.parquet(str(out / "part=error")).collect())
-        raise InputError(errors[0])
+    errors = _written(out, "error", ["raw"])
+    if errors.num_rows:
+        raise InputError(sorted(errors.column("raw").to_pylist())[0])
+
+
+def _written(out: Path, part: str, columns: list[str] | None = None, tagged: bool = False) -> pa.Table:
+    """The rows of one ``part`` that :func:`_merge` wrote to ``out`` (Parquet files in
+    ``out/part=<part>``), read on the driver with pyarrow: a few summaries and counts, where a
+    Spark job would cost more than reading them; ``tagged`` adds the column ``part``."""
+    directory = out / f"part={part}"
+    schema = pa.schema([f for f in ARROW_BLOCK if f.name != "part" and (columns is None or f.name in columns)])
+    table = (ds.dataset(str(directory), format="parquet", schema=schema).to_table() if directory.is_dir()
+             else schema.empty_table())
+    return table.append_column("part", pa.array([part] * table.num_rows, pa.string())) if tagged else table
 
 
 # --------------------------------------------------------------------------- windows
@@ -368,25 +380,27 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
                          for r in reduce(DataFrame.unionByName, tasks).distinct().collect()] if tasks else []
         if load_frames:
             _merge(load_frames, merge_window, None, work)
-            done = spark.read.parquet(str(work)).filter((F.col("part") == "summary") & (F.col("kind") == "load"))
-            declared_rows += [(r["topology"], int(r["a"]), r["operator"]) for r in done.select(
-                "topology", "a", "operator").collect()]
+            done = _written(work, "summary", ["kind", "topology", "a", "operator"])
+            done = done.filter(pc.equal(done.column("kind"), "load"))
+            declared_rows += list(zip(done.column("topology").to_pylist(), done.column("a").to_pylist(),
+                                      done.column("operator").to_pylist()))
         declared: dict[str, set[int]] = {}
         for topo, task, _ in declared_rows:
             declared.setdefault(topo, set()).add(task)
         if traffic_frames:
             _merge(traffic_frames, merge_window, declared, work)
-        result = spark.read.parquet(str(work))
-        small = result.filter(F.col("part") != "rejected").toArrow()
-        rejected = {r["reason"]: int(r["count"]) for r in
-                    result.filter(F.col("part") == "rejected").groupBy("reason").count().collect()}
+        small = pa.concat_tables([_written(work, part, tagged=True) for part in ("summary", "count")])
         quarantine_path = None
         first_rejected = None
+        bad = ds.dataset(str(work / "part=rejected"), format="parquet") if (work / "part=rejected").is_dir() else None
+        reasons = bad.to_table(columns=["reason"]).column("reason") if bad is not None else pa.array([], pa.string())
+        rejected = {r["values"]: int(r["counts"]) for r in pc.value_counts(reasons).to_pylist()}
         if rejected:
             quarantine_path = Path(store) / "quarantine" / run_id
-            bad = result.filter(F.col("part") == "rejected").select("source", "kind", "raw", "reason")
-            bad.coalesce(1).write.parquet(str(quarantine_path))
-            first_rejected = bad.first()
+            columns = ["source", "kind", "raw", "reason"]
+            ds.write_dataset(bad.scanner(columns=columns), quarantine_path, format="parquet",
+                             basename_template="part-{i}.parquet")
+            first_rejected = bad.head(1, columns=columns).to_pylist()[0]
     finally:
         shutil.rmtree(work, ignore_errors=True)
         with contextlib.suppress(OSError):
