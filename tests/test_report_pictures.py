@@ -5,13 +5,16 @@ browser, and the report's size, are in test_report.py."""
 
 import re
 
+import matplotlib.image
 import numpy as np
 import pytest
 
 from streamsched import workloads
 from streamsched.cli import main
 from streamsched.evaluation import pictures
-from streamsched.evaluation.report import write_replan_report
+from streamsched.comparison import Outcome
+from streamsched.evaluation.report import write_replan_report, write_report
+from streamsched.metrics import evaluate, inter_node_traffic
 from streamsched.model import Placement
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.taskgraph import TaskGraph
@@ -234,3 +237,40 @@ def test_replan_report_page(tmp_path):
     html = page.read_text()
     assert f"0 of {graph.n_tasks} tasks change node: none" in html
     assert outlined_in_red(html, "r-after-") == set()
+
+
+def shown_matrix(fig):
+    (image,) = [a for a in fig.findobj() if isinstance(a, matplotlib.image.AxesImage)]
+    return np.asarray(image.get_array(), dtype=float)
+
+
+def test_task_traffic_map_holds_every_edge_and_off_block_cells_are_the_inter_node_traffic():
+    graph, cluster = long_names_graph(), long_names_cluster()
+    placement = random_placement(graph, cluster, 6)
+    matrix = shown_matrix(pictures.traffic_and_load(graph, cluster, placement))
+    assert matrix.sum() == pytest.approx(graph.rate.sum())
+    order = np.lexsort((graph.task_rank, graph.task_operator, placement.worker_of, placement.node_of))
+    node = placement.node_of[order]  # rows and columns in the drawn order
+    off_block = node[:, None] != node[None, :]
+    assert matrix[off_block].sum() == pytest.approx(inter_node_traffic(graph, placement))
+
+
+def test_above_the_task_limit_the_map_is_node_by_node(tmp_path):
+    rng = np.random.default_rng(7)
+    n = pictures.MAX_PICTURE_TASKS + 50
+    a, b = rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n)
+    src, dst = np.minimum(a, b)[a != b], np.maximum(a, b)[a != b]  # acyclic, as the model needs
+    graph = TaskGraph.build("wide", ["op"], np.zeros(n, int), rng.uniform(0.1, 1, n), src, dst,
+                            rng.lognormal(2, 1, src.size))
+    cluster = workloads.cluster("high-low-20-20")
+    placement = random_placement(graph, cluster, 8, workers=1)
+    fig = pictures.traffic_and_load(graph, cluster, placement)
+    matrix = shown_matrix(pictures.traffic_and_load(graph, cluster, placement))
+    assert matrix.shape == (np.unique(placement.node_of).size,) * 2
+    assert np.trace(matrix) == 0 and matrix.sum() == pytest.approx(inter_node_traffic(graph, placement))
+    assert label_problems(fig) == []
+    # the report draws that map, and no node view, for every placement of such a graph
+    row = {"scheduler": "random", "status": "ok", **evaluate(graph, placement, cluster)}
+    page = write_report(tmp_path / "wide.html", graph, cluster, [Outcome(row, placement)])[0].read_text()
+    assert "too many to draw one by one" in page
+    assert page.count("<figure class='picture traffic'") == 1 and "<figure class='picture nodes'" not in page

@@ -324,9 +324,11 @@ def traffic_and_load(graph: TaskGraph, cluster: Cluster, placement: Placement,
                      cpu_utilisation: np.ndarray | None = None, prefix: str = ""):
     """Top: the task x task traffic matrix (sender row, receiver column, darker = more tuples/s)
     ordered by node, worker and operator, node blocks outlined: traffic outside the diagonal
-    blocks crosses nodes and a hot task is a dark row. Bottom: per node, placed load against
-    capacity and, when given, the model's predicted CPU utilisation (bars; the line is 100 %).
-    Drawn on one points axes (no tick machinery: a picture per placement stays cheap)."""
+    blocks crosses nodes and a hot task is a dark row. Above :data:`MAX_PICTURE_TASKS` tasks,
+    the node x node matrix of the used nodes instead (its diagonal, traffic kept on a node,
+    left blank). Bottom: per node, placed load against capacity and, when given, the model's
+    predicted CPU utilisation (bars; the line is 100 %). Drawn on one points axes (no tick
+    machinery: a picture per placement stays cheap)."""
     font, width, heat, bar_row = 6.5, 330.0, 220.0, max(10.0, 1.6 * 6.5)
     names = [shorten(node.name, font, 70) for node in cluster.nodes]
     left = max(text_width(n, font) for n in names) + 8
@@ -335,26 +337,34 @@ def traffic_and_load(graph: TaskGraph, cluster: Cluster, placement: Placement,
     fig_h = bars_top + bar_row * cluster.n_nodes + 22
     fig = plt.figure(figsize=(width / 72, fig_h / 72))
     ax = _points_axes(fig, 0, 0, width, fig_h, width, fig_h)
-    order = np.lexsort((graph.task_rank, graph.task_operator, placement.worker_of, placement.node_of))
-    position = np.empty(graph.n_tasks, dtype=np.int64)
-    position[order] = np.arange(graph.n_tasks)
-    matrix = np.zeros((graph.n_tasks, graph.n_tasks))
-    np.add.at(matrix, (position[graph.src], position[graph.dst]), graph.rate)
+    if graph.n_tasks <= MAX_PICTURE_TASKS:
+        order = np.lexsort((graph.task_rank, graph.task_operator, placement.worker_of, placement.node_of))
+        row_of = np.empty(graph.n_tasks, dtype=np.int64)
+        row_of[order] = np.arange(graph.n_tasks)
+        row_node = placement.node_of[order]
+        title = "task x task traffic by node (row sends to column; darker = more tuples/s)"
+    else:
+        row_node = np.unique(placement.node_of)
+        row_of = np.searchsorted(row_node, placement.node_of)
+        title = "node x node traffic (row sends to column; darker = more tuples/s; diagonal blank)"
+    rows = row_node.size
+    matrix = np.bincount(row_of[graph.src] * rows + row_of[graph.dst], weights=graph.rate,
+                         minlength=rows * rows).reshape(rows, rows)
+    if graph.n_tasks > MAX_PICTURE_TASKS:
+        np.fill_diagonal(matrix, 0.0)
     peak = matrix.max() if matrix.size and matrix.max() > 0 else 1.0
-    ax.text(4, 10, shorten("task x task traffic by node (row sends to column; darker = more tuples/s)", 7, width - 8),
-            fontsize=7, va="center", gid=f"{prefix}heat-title-label-0")
+    ax.text(4, 10, shorten(title, 7, width - 8), fontsize=7, va="center", gid=f"{prefix}heat-title-label-0")
     ax.imshow(matrix, cmap="Greys", norm=matplotlib.colors.PowerNorm(0.5, vmin=0, vmax=peak), interpolation="nearest",
               extent=(left, left + heat, 18 + heat, 18), aspect="auto")
     ax.add_artist(Rectangle((left, 18), heat, heat, fill=False, edgecolor="#666666", linewidth=0.5))
-    cell = heat / max(graph.n_tasks, 1)
-    node_sorted = placement.node_of[order]
-    cuts = np.flatnonzero(np.diff(node_sorted)) + 1
+    cell = heat / max(rows, 1)
+    cuts = np.flatnonzero(np.diff(row_node)) + 1
     ax.add_artist(LineCollection([[(left + c * cell, 18), (left + c * cell, 18 + heat)] for c in cuts]
                                  + [[(left, 18 + c * cell), (left + heat, 18 + c * cell)] for c in cuts],
                                  colors="#1f77b4", linewidths=0.5))
-    for start, end in zip(np.r_[0, cuts], np.r_[cuts, graph.n_tasks]):
+    for start, end in zip(np.r_[0, cuts], np.r_[cuts, rows]):
         if (end - start) * cell >= 1.4 * font:
-            k = int(node_sorted[start])
+            k = int(row_node[start])
             ax.text(left - 3, 18 + (start + end) / 2 * cell, names[k], fontsize=font, ha="right", va="center",
                     gid=f"{prefix}heat-label-{k}")
     load = np.bincount(placement.node_of, weights=graph.load, minlength=cluster.n_nodes)

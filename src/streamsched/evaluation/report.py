@@ -158,9 +158,10 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
         if outcome.placement is None:
             why = f"skipped: {outcome.row['reason']}" if outcome.row.get("status") == "skipped" else "no placement"
             parts.append(f"<p class='error'>{html.escape(why)}</p>")
-        elif graph.n_tasks > MAX_PICTURE_TASKS:
-            parts.append(f"<p>{graph.n_tasks} tasks: too many to draw (limit {MAX_PICTURE_TASKS}).</p>")
         else:
+            if graph.n_tasks > MAX_PICTURE_TASKS:
+                parts.append(f"<p class='note'>{graph.n_tasks} tasks: too many to draw one by one (limit "
+                             f"{MAX_PICTURE_TASKS}); the traffic between nodes instead.</p>")
             parts.append(_placement_pictures(graph, cluster, outcome.placement, model, name, f"s{index}-"))
     parts.append("<h2>Model parameters</h2><pre>" + html.escape(json.dumps(asdict(model), indent=1)) + "</pre>")
     parts.append(_SCRIPT + "</body></html>")
@@ -182,9 +183,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
 def _placement_pictures(graph: TaskGraph, cluster: Cluster, placement: Placement, model: ModelParams, name: str,
                         prefix: str) -> str:
     cpu = predict(graph, cluster, placement, model).node_cpu_utilisation
-    views = (_figure(svg(node_view(graph, cluster, placement, prefix)), f"nodes of {name}", "nodes"),
-             _figure(svg(traffic_and_load(graph, cluster, placement, cpu, prefix)), f"traffic and load of {name}",
-                     "traffic"))
+    views = [_figure(svg(traffic_and_load(graph, cluster, placement, cpu, prefix)), f"traffic and load of {name}",
+                     "traffic")]
+    if graph.n_tasks <= MAX_PICTURE_TASKS:
+        views.insert(0, _figure(svg(node_view(graph, cluster, placement, prefix)), f"nodes of {name}", "nodes"))
     return "<div class='placement'>" + "".join(views) + "</div>"
 
 
