@@ -8,9 +8,10 @@ at commit ``--baseline-commit``, read with ``git show``), is drawn for the same 
 
     nice .venv/bin/python benchmarks/report_size.py --repeat 3
 
-Instances: the demo's size (diamond-30 on heterogeneous-10, `make demo`'s graph and cluster)
-and the 18-scheduler case docs/benchmarks.md recorded before (diamond-tp on high-low-2-4,
-every registered scheduler).
+Instances: `make demo`'s size (Fischer's Payload, 80 tasks, on 11 iMacs: the synthetic graph
+the demo measures, on its cluster), a 30-task one (diamond-30 on heterogeneous-10, the size the
+2 MB test uses) and the 18-scheduler case docs/benchmarks.md recorded before (diamond-tp on
+high-low-2-4, every registered scheduler).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from streamsched import workloads
 from streamsched.cli.core import resolve_names
+from streamsched.evaluation.experiments.fischer import fischer_cluster
 from streamsched.evaluation.report import CHARTS, run_schedulers, write_report
 from streamsched.schedulers import available
 
@@ -87,9 +89,12 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=ROOT, help="git checkout holding the baseline commit")
     args = parser.parse_args()
     old = previous_pictures(args.baseline_commit, args.repo)
-    demo_graph, demo_cluster = workloads.workload("diamond-30"), workloads.cluster("heterogeneous-10")
-    measure("diamond-30 / heterogeneous-10, compare --schedulers all", demo_graph, demo_cluster,
+    demo_cluster = fischer_cluster("fischer-11")
+    measure("payload / fischer-11 (the demo), compare --schedulers all", workloads.workload("payload"), demo_cluster,
             resolve_names("all", demo_cluster), args.repeat, old)
+    small_cluster = workloads.cluster("heterogeneous-10")
+    measure("diamond-30 / heterogeneous-10, compare --schedulers all", workloads.workload("diamond-30"),
+            small_cluster, resolve_names("all", small_cluster), args.repeat, old)
     measure("diamond-tp / high-low-2-4, every registered scheduler", workloads.workload("diamond-tp"),
             workloads.cluster("high-low-2-4"), available(), args.repeat, old)
 
