@@ -20,9 +20,9 @@ from streamsched.comparison import Outcome
 from streamsched.comparison import run_schedulers as compare_runs
 from streamsched.errors import InputError
 from streamsched.evaluation.performance import ModelParams, predict, regime
-from streamsched.metrics import evaluate
 from streamsched.evaluation.pictures import (MAX_PICTURE_TASKS, before_after, metric_bars, moved_tasks, node_view,
                                              svg, traffic_and_load, tradeoff)
+from streamsched.metrics import evaluate
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -204,9 +204,10 @@ def write_replan_report(path: str | Path, graph: TaskGraph, cluster: Cluster, be
     model = model or ModelParams()
     moved = moved_tasks(before, after)
     rows = []
-    for label, placement in (("before (running)", before), ("after (re-planned)", after)):
-        rows.append(add_prediction({"scheduler": label, **evaluate(graph, placement, cluster)}, graph, cluster,
-                                   placement, model))
+    for label, placement, status in (("before", before, "running"),
+                                     ("after", after, str(after.metadata.get("status", "re-planned")))):
+        row = {"scheduler": label, "status": status, **evaluate(graph, placement, cluster)}
+        rows.append(add_prediction(row, graph, cluster, placement, model))
     title = f"re-plan of {graph.name} on {cluster.name}"
     names = ", ".join(graph.task_label(t) for t in moved.tolist()) or "none"
     parts = [_HEAD.format(title=html.escape(title)), f"<h1>{html.escape(title)}</h1>",
