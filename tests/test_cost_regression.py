@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow.csv as pcsv
 import pytest
-from scipy import stats
 
 from streamsched import workloads
 from streamsched.cli import main
@@ -167,6 +167,28 @@ def test_generator_noise_is_mean_one(tmp_path):
     # exp(0.3 N) has mean exp(0.045) = 1.046; the generator's factors average 1 (+- 3 standard errors)
     assert abs(loads.mean() / 2.0 - 1) < 3 * 0.31 / math.sqrt(loads.size)
     assert abs(tuples.mean() / 1000.0 - 1) < 3 * 0.31 / math.sqrt(tuples.size)
+
+
+
+def test_storm_log_latencies_follow_the_cost_model(tmp_path):
+    # --format storm-log: each bolt's busy fraction (executed x latency / interval, as the Storm
+    # reader computes it) is the cost model's load under the one placement; the hand case again
+    from collections import defaultdict
+
+    from streamsched.engines.storm.metrics_traffic import read_topology, topology_of
+
+    summary = generate_metrics(_hand_graph(), tmp_path, rows=8, fmt="storm-log", dirty=0.0, placement=HAND_P1,
+                               costs=HAND_TRUTH, cluster=workloads.cluster("homogeneous-10"))
+    path = Path(summary["files"][0])
+    _, estimate, _ = read_topology([(str(path), "storm-log")], topology_of(path, "storm-log", None),
+                                   (946684800.0, 4102444800.0), summary["storm_interval_s"])
+    samples = defaultdict(list)
+    for _, task, _, load in estimate.load:
+        samples[task].append(load)
+    assert {t: float(np.mean(v)) for t, v in samples.items()} == pytest.approx({1: 30.0, 2: 100.0})
+    with pytest.raises(InputError, match="storm-log takes one placement"):
+        generate_metrics(_hand_graph(), tmp_path / "x", rows=8, fmt="storm-log", placement=[HAND_P1, HAND_P2],
+                         costs=HAND_TRUTH)
 
 
 # ------------------------------------------------------------------------ coverage of the CIs

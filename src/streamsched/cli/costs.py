@@ -61,7 +61,8 @@ def fit_costs_command(
     topology: Optional[str] = typer.Option(None, "--topology", help="the topology of a store holding several"),
     confidence: float = typer.Option(0.95, "--confidence", help="confidence level of the intervals"),
     weighting: str = typer.Option(
-        "relative", "--weighting", help="relative (errors proportional to the load) or uniform (ordinary least squares)"),
+        "relative", "--weighting",
+        help="relative (errors in proportion to the load) or uniform (ordinary least squares)"),
     as_json: bool = typer.Option(False, "--json", help="print the fit as JSON"),
 ) -> None:
     """Estimate each operator's CPU per tuple and the extra CPU per remote tuple (tuples leaving

@@ -133,8 +133,11 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
                           "tuples_per_s": pair_rate.tolist()[:10_000]},
     }
     if fmt == "storm-log":
-        task_load = (graph.load if costs is None else
-                     costs.loads(graph, placements[0], pair_rate) if placements else task_cost * processed(graph, pair_rate))
+        if costs is None:
+            task_load = graph.load
+        else:
+            task_load = (costs.loads(graph, placements[0], pair_rate) if placements
+                         else task_cost * processed(graph, pair_rate))
         _storm_log(graph, out, intervals, pair_rate, placements[0] if placements else None, cluster, start, interval_s,
                    topo, summary, dirty, rng, task_load)
         return _finish(out, summary)
