@@ -158,7 +158,13 @@ def test_replanner_places_new_tasks_and_follows_the_cluster():
     smaller = Cluster("c2", tuple(n for k, n in enumerate(cluster.nodes) if k != gone))
     [change] = planner.on_cluster(smaller)
     assert change.why == "cluster-change" and change.emitted
-    assert planner.current["app"][1].is_valid(grown, smaller)
+    repaired = planner.current["app"][1]
+    assert repaired.is_valid(grown, smaller)
+    # Only the tasks of the node that left move; the others keep their node (renumbered).
+    stay = placed.node_of != gone
+    renumber = np.array([k - (k > gone) for k in range(cluster.n_nodes)])
+    assert change.moved == int(np.sum(~stay)) >= 1
+    assert repaired.node_of[stay].tolist() == renumber[placed.node_of[stay]].tolist()
 
 
 def test_watch_refuses_an_option_the_scheduler_does_not_replan_with(tmp_path, capsys):

@@ -172,11 +172,19 @@ def every_cluster_scheduler(tmp_path_factory):
     return out, outcomes
 
 
+def distinct_placements(outcomes):
+    return {(o.placement.node_of.tolist(), o.placement.worker_of.tolist()).__repr__()
+            for o in outcomes if o.placement is not None}
+
+
 def test_report_of_every_cluster_scheduler_on_30_tasks_is_under_2_mb(every_cluster_scheduler):
     out, outcomes = every_cluster_scheduler
-    drawn = [o for o in outcomes if o.placement is not None]
-    assert len(drawn) >= 10
-    assert out.read_text().count("<div class='placement'>") == len(drawn)
+    assert sum(o.placement is not None for o in outcomes) >= 10
+    # each distinct placement drawn once; a repeated one refers to the first scheduler that made it
+    page = out.read_text()
+    assert page.count("<div class='placement'>") == len(distinct_placements(outcomes)) >= 8
+    assert page.count("The same placement") == sum(o.placement is not None for o in outcomes) - len(
+        distinct_placements(outcomes))
     assert out.stat().st_size < 2_000_000
 
 
@@ -196,7 +204,7 @@ def test_every_scheduler_report_at_1280_px_has_no_spilling_or_overlapping_label(
     assert attrs["data-script-errors"] == "0"
     assert attrs["data-label-problems"] == "0", attrs["data-label-examples"]
     graph = workloads.workload("diamond-30")
-    drawn = sum(o.placement is not None for o in outcomes)
+    drawn = len(distinct_placements(outcomes))
     assert int(attrs["data-labels"]) >= drawn * graph.n_tasks  # every task label was measured
     shot = tmp_path / "shot.png"
     chromium(f"--screenshot={shot}", "--window-size=1280,4000", out.as_uri(), cwd=tmp_path)
@@ -233,3 +241,15 @@ def test_replan_report_at_1280_px_has_no_spilling_or_overlapping_label(tmp_path)
     assert attrs["data-script-errors"] == "0" and attrs["data-images-loaded"] == "1"
     assert attrs["data-label-problems"] == "0", attrs["data-label-examples"]
     assert int(attrs["data-labels"]) >= 2 * graph.n_tasks
+
+
+def test_a_placement_two_schedulers_share_is_drawn_once(tmp_path):
+    graph, cluster = workloads.workload("diamond-16"), workloads.cluster("heterogeneous-10")
+    (even,) = run_schedulers(graph, cluster, ["even"])
+    twin = type(even)({**even.row, "scheduler": "twin"}, even.placement)
+    one_worker = type(even.placement).build(even.placement.node_of, np.zeros(graph.n_tasks, int))
+    assert not np.array_equal(one_worker.worker_of, even.placement.worker_of)
+    moved = type(even)({**even.row, "scheduler": "moved"}, one_worker)
+    page = write_report(tmp_path / "r.html", graph, cluster, [even, twin, moved])[0].read_text()
+    assert page.count("<div class='placement'>") == 2  # even and moved (other workers, same nodes)
+    assert "The same placement (every task on the same node and worker) as even, drawn above." in page

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from streamsched.pipeline.store import list_snapshots, read_manifest
+from streamsched.pipeline.store import list_snapshots, load_snapshot, read_manifest
 from streamsched.pipeline.watch import Watch, balanced
 
 pytestmark = pytest.mark.spark
@@ -126,3 +126,135 @@ def test_a_collected_log_written_in_pieces_gives_every_row_once(spark_small, tmp
     rates = [float(g.rate[0]) for g, _ in recorder.graphs]
     expected = [sum(1 + t % 3 for t in range(start, start + 10)) / 10 for start in (0, 10, 20)]
     assert rates == expected
+
+
+def test_watch_over_a_log_collected_half_a_line_at_a_time_equals_batch_ingest(spark_small, tmp_path):
+    """Issue 15, "what it must show": a writer appends to a log half a line at a time and rotates
+    it; ``collect log`` turns it into chunks after every piece; ``watch`` runs while it grows and
+    after it ends (a bad row and a binary file arrive too). Every window's rates equal a batch
+    ``ingest`` of the finished files, and every line is accounted for once."""
+    import shutil
+
+    from streamsched.pipeline.collect import LogCollector
+    from streamsched.pipeline.ingest import Window, ingest
+
+    logs, arriving, store = tmp_path / "logs", tmp_path / "arriving", tmp_path / "store"
+    logs.mkdir()
+    log = logs / "traffic-app.log"
+    # Two pairs with different, uneven counts; half-second timestamps so that watch's windows
+    # [s, s + 10) and ingest's (e - 10, e] hold the same rows.
+    lines = []
+    for t in range(30):
+        lines.append(f"{T0 + t + 0.5},app,0,1,{1 + (7 * t) % 5},{10 * t}\n")
+        lines.append(f"{T0 + t + 0.5},app,1,2,{3 + (3 * t) % 4}.25,0\n")
+    lines.insert(25, f"{T0 + 12.5},app,0,,5,100\n")  # a bad row: empty dst_task
+    lines.append(f"{T0 + 60.5},app,0,1,1,0\n")        # a later event: windows up to T0+30 close
+    collector = LogCollector(log, arriving)
+    handle = open(log, "w")
+    handle.write(TRAFFIC + "\n")
+    reports = []
+    for k, line in enumerate(lines):
+        half = len(line) // 2
+        for piece in (line[:half], line[half:]):
+            handle.write(piece)
+            handle.flush()
+            collector.poll()
+        if k == 40:  # rotation: the writer finishes in the old file, then a new one with its header
+            os.rename(log, logs / "traffic-app.log.1")
+            handle.close()
+            collector.poll()
+            handle = open(log, "w")
+            handle.write(TRAFFIC + "\n" + lines[k + 1][:7])
+            handle.flush()
+            collector.poll()
+            lines[k + 1] = lines[k + 1][7:]
+        if k == 45:  # watch while the log grows, a half line pending
+            reports.append(Watch(spark_small, arriving, store, _Recorder(), window_s=10).run(available_now=True))
+        if k == 30:
+            (arriving / "traffic-junk.csv").write_bytes(b"\x00\xff\xfe" * 200 + b"\n\x89PNG\r\n")
+    handle.close()
+    collector.poll()
+    recorder = _Recorder()
+    reports.append(Watch(spark_small, arriving, store, recorder, window_s=10).run(available_now=True))
+
+    data_lines = len(lines)
+    junk = sum(r["rows_read"] for r in reports) - data_lines
+    assert junk >= 1  # the binary file: its rows read and quarantined
+    assert sum(r["rows_accepted"] for r in reports) == data_lines - 1
+    quarantined: dict[str, int] = {}
+    for r in reports:
+        _balanced_windows(r)
+        assert r["files_changed_after_read"] == []
+        for reason, n in r["rows_quarantined"].items():
+            quarantined[reason] = quarantined.get(reason, 0) + n
+    assert quarantined["missing_field"] == 1 and sum(quarantined.values()) == 1 + junk
+    snapshots = list_snapshots(store, "app")
+    assert [read_manifest(s)["window"]["end"] for s in snapshots] == [T0 + 10, T0 + 20, T0 + 30]
+
+    def pairs(g):
+        return sorted(zip(g.task_ids[g.src].tolist(), g.task_ids[g.dst].tolist(), g.rate.tolist(), g.bytes_rate.tolist()))
+
+    # Batch ingest of the finished files, one 10 s window at a time.
+    final = tmp_path / "final"
+    final.mkdir()
+    shutil.copy(logs / "traffic-app.log.1", final / "traffic-app-1.csv")
+    shutil.copy(log, final / "traffic-app-2.csv")
+    for snapshot in snapshots:
+        end = read_manifest(snapshot)["window"]["end"]
+        batch = ingest(spark_small, [final], tmp_path / f"batch-{end}", Window(seconds=10, end=end))
+        assert batch["rows_read"] == data_lines and batch["rows_quarantined"] == {"missing_field": 1}
+        streamed, batched = load_snapshot(snapshot), load_snapshot(batch["snapshots"][0])
+        assert [p[:2] for p in pairs(streamed)] == [p[:2] for p in pairs(batched)] == [(0, 1), (1, 2)]
+        assert [v for p in pairs(streamed) for v in p[2:]] == pytest.approx([v for p in pairs(batched) for v in p[2:]])
+    # By hand, window [T0, T0+10): 0->1 carries (1+3+5+2+4+1+3+5+2+4)/10 tuples/s and
+    # 10 x (0+...+9)/10 bytes/s; 1->2 (3+6+5+4+3+6+5+4+3+6 + 10 x 0.25)/10.
+    first = load_snapshot(snapshots[0])
+    assert pairs(first) == [(0, 1, 3.0, 45.0), (1, 2, 4.75, 0.0)]
+
+
+def test_a_window_emitted_before_a_kill_is_not_written_again_on_replay(tmp_path):
+    """A kill after a window's snapshot was written and before the state was saved: Spark replays
+    the micro-batch, the window is final again, and its snapshot is the one already written (no
+    second snapshot of the window). No Spark needed: the emission step on a saved state."""
+    arriving, store = tmp_path / "arriving", tmp_path / "store"
+    arriving.mkdir()
+    first = Watch(None, arriving, store, _Recorder(), window_s=10)
+    first.state.update(watermark=T0 + 15.0, counts={repr(T0 + 10.0): {"read": 2, "accepted": 2, "quarantined": {},
+                                                                      "dropped_late": 0}},
+                       open={repr(T0 + 10.0): {json.dumps(["app", "traffic", 0, 1, None]): [30.0, 0.0, 2]}})
+    first._save_state()
+    first._emit()  # the snapshot is written; the process dies before saving the state
+    replayed = Watch(None, arriving, store, _Recorder(), window_s=10)
+    assert replayed.state["open"]  # the saved state still has the window open
+    replayed._emit()
+    assert replayed.snapshots == first.snapshots and len(list_snapshots(store, "app")) == 1
+    # Another directory's watch on the same store writes its own snapshot of that window.
+    other = Watch(None, tmp_path / "elsewhere", store, _Recorder(), window_s=10)
+    other.state.update(replayed.state, open={repr(T0 + 10.0): {json.dumps(["app", "traffic", 0, 1, None]): [30.0, 0.0, 2]}})
+    other._emit()
+    assert len(list_snapshots(store, "app")) == 2 and load_snapshot(other.snapshots[0]).rate.tolist() == [3.0]
+
+
+def test_a_restarted_watch_weighs_the_next_window_against_the_running_assignment(spark_small, tmp_path, capsys):
+    """Item 5 across a restart: the second `watch` run takes up the assignment the first emitted
+    (decisions.jsonl) and applies the threshold rule to the next window instead of emitting a
+    fresh initial plan; the earlier assignment file is kept."""
+    from streamsched.cli import main
+
+    arriving, store = tmp_path / "arriving", tmp_path / "store"
+    arriving.mkdir()
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"name": "three", "nodes": [{"name": n, "capacity": 2} for n in "abc"]}))
+    pairs = [(0, 1, 7), (2, 3, 5), (1, 2, 1)]
+    for w in range(3):
+        _traffic(arriving / f"traffic-{w}.csv", [f"{T0 + 10 * w + s},app,{a},{b},{n},0" for s in range(10)
+                                                 for a, b, n in pairs])
+        args = ["watch", str(arriving), "--store", str(store), "--cluster", str(cluster), "--window", "10", "--once"]
+        if w == 0:
+            continue  # window 1 is final once window 2's rows arrive
+        assert main(args) == 0
+    decisions = [json.loads(line) for line in (store / "assignments" / "decisions.jsonl").read_text().splitlines()]
+    assert [(d["why"], d["emitted"]) for d in decisions] == [("initial", True), ("below-threshold", False)]
+    assert decisions[1]["moved"] == 0 and decisions[1]["traffic_current"] == decisions[0]["traffic_proposed"]
+    assert len(list((store / "assignments").glob("*.placement.json"))) == 1
+    assert "resumed 'app' from" in capsys.readouterr().err

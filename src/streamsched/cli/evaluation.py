@@ -17,7 +17,7 @@ from streamsched.cli.summaries import prediction_lines
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.registry import experiments
 from streamsched.evaluation.experiments.runner import reproduce as run_reproduction
-from streamsched.evaluation.performance import REGIMES, predict as predict_placement, regime
+from streamsched.evaluation.performance import REGIMES, describe, predict as predict_placement, regime
 from streamsched.schedulers import available
 
 console = Console()
@@ -75,7 +75,8 @@ def predict(
     workload: Optional[str] = WorkloadOpt,
     graph: Optional[Path] = GraphOpt,
     cluster: str = ClusterOpt,
-    model: str = typer.Option("default", "--model", help="parameter set: " + ", ".join(REGIMES)),
+    model: str = typer.Option("default", "--model", help="fitted parameter set (docs/evaluation.md, Calibration): "
+                              + ", ".join(REGIMES)),
     acking: bool = typer.Option(False, "--acking", help="model Storm's acking traffic"),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -88,4 +89,5 @@ def predict(
         raise InputError(f"{placement}: invalid placement, not predicted: {problems[0]}")
     params = regime(model).with_(acking=acking) if acking else regime(model)
     prediction = predict_placement(task_graph, nodes, loaded, params).to_dict()
-    emit(prediction, as_json, prediction_lines(nodes, prediction, model + (" with acking" if acking else "")))
+    prediction["model"] = {"set": model, "acking": acking, "calibration": describe(model)}
+    emit(prediction, as_json, prediction_lines(nodes, prediction, describe(model) + (", with acking" if acking else "")))

@@ -143,11 +143,15 @@ def watch(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="assignments directory (default STORE/assignments)"),
     seed: int = typer.Option(0, "--seed"),
+    load_unit: str = typer.Option(
+        "tasks", "--load-unit", help="unit of the load rows: tasks, or cores (what collect storm-ui/flink write)"),
     master: str = MasterOpt,
 ) -> None:
     """Structured Streaming: a snapshot per window; re-plan (the scheduler's ``replan``), emit
     an assignment when a task moves."""
+    from streamsched.model.units import check_unit
     from streamsched.pipeline.session import resolve_path
+    from streamsched.pipeline.sources import Options
     from streamsched.pipeline.watch import Watch
     from streamsched.schedulers import get_scheduler
     from streamsched.schedulers.replanning import Replanner
@@ -158,6 +162,7 @@ def watch(
                              + (f"> {least:g}" if least is not None else ">= 0"))
     if not directory.is_dir():
         raise InputError(f"{directory}: not a directory")
+    check_unit(load_unit, "--load-unit")
     planner_scheduler = get_scheduler(scheduler, **parse_params(param))
     declared = {option.name for option in planner_scheduler.replan_options}
     options = {}
@@ -171,9 +176,13 @@ def watch(
     planner_scheduler.replan_settings(options)  # a bad value fails now, naming the option
     cluster_file = Path(cluster) if Path(cluster).exists() else None
     planner = Replanner(planner_scheduler, load_cluster(cluster), options, seed, out or store / "assignments")
+    if planner.cluster.capacity_unit != load_unit:
+        raise InputError(f"--load-unit: {load_unit!r}, but cluster {planner.cluster.name!r} has capacities in "
+                         f"{planner.cluster.capacity_unit!r}")
+    _resume(planner)
     spark = _spark(master)
     runner = Watch(spark, resolve_path(directory, master), resolve_path(store, master), planner, window_s=window,
-                   lateness_s=lateness, cluster_file=cluster_file)
+                   lateness_s=lateness, cluster_file=cluster_file, options=Options(load_unit=load_unit))
     report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
     if report["files_changed_after_read"]:
         err_console.print(f"changed after they were read (not read again; write new files instead): "
@@ -181,6 +190,33 @@ def watch(
     if report["files_ignored"]:
         err_console.print(f"ignored (neither traffic*.csv nor load*.csv): {', '.join(report['files_ignored'])}")
     _print(report, False)
+
+
+def _resume(planner) -> None:
+    """A restarted watch takes up, per topology, the last assignment its ``decisions.jsonl``
+    emitted, on the graph of the last snapshot decided (so the next window is weighed against
+    the running placement, not planned afresh)."""
+    from streamsched.pipeline.store import load_snapshot
+
+    log = planner.out_dir / "decisions.jsonl"
+    if not log.is_file():
+        return
+    assignment: dict[str, str] = {}
+    snapshot: dict[str, str] = {}
+    for number, line in enumerate(log.read_text().splitlines(), 1):
+        try:
+            decision = json.loads(line)
+            topology = decision["topology"]
+        except (ValueError, KeyError, TypeError):
+            raise InputError(f"{log}:{number}: not a decision (JSON with a topology)") from None
+        if decision.get("emitted") and decision.get("assignment"):
+            assignment[topology] = decision["assignment"]
+        if decision.get("snapshot"):
+            snapshot[topology] = decision["snapshot"]
+    for topology, path in sorted(assignment.items()):
+        if topology in snapshot and Path(path).is_file() and Path(snapshot[topology]).is_dir():
+            planner.resume(load_snapshot(snapshot[topology]), json.loads(Path(path).read_text()))
+            err_console.print(f"resumed {topology!r} from {path}", highlight=False)
 
 
 @app.command()

@@ -13,9 +13,11 @@ reports throughput there; latency is computed at an operating point below it.
 
 from __future__ import annotations
 
+import json
 import math
 import weakref
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,7 +33,8 @@ HOP_SAME_WORKER, HOP_OTHER_WORKER, HOP_OTHER_NODE = 0, 1, 2
 
 @dataclass(frozen=True)
 class ModelParams:
-    """Constants of the model (defaults: Storm 1.x on the papers' 2.7 GHz, 1 Gbps machines)."""
+    """Constants of the model. The field defaults are the prior the calibration starts from
+    (Storm 1.x on the papers' 2.7 GHz, 1 Gbps machines); the fitted sets are :data:`REGIMES`."""
 
     cycles_per_load_unit: float = 5.4e8
     """CPU cycles/s that one unit of task load demands at the graph's reference rates. The
@@ -84,24 +87,64 @@ class ModelParams:
         return replace(self, **changes)
 
 
-#: Named parameter sets whose bottleneck falls in the regimes of i-scheduler.txt section 6.1.
-REGIMES: dict[str, ModelParams] = {
-    "default": ModelParams(),
-    # I/O-intensive (6.1): spouts throttled, bolts with little processing, so a tuple's
-    # round trip - dominated by network hops - limits throughput (Little's law)
-    "io-bound": ModelParams(cycles_per_load_unit=1.0e3, tuple_bytes=128.0, max_spout_pending=1),
-    # large tuples and light processing: the busiest NIC (or serialisation) limits throughput
-    "bandwidth-bound": ModelParams(cycles_per_load_unit=2.0e5, tuple_bytes=16384.0),
-    # CPU-intensive (6.1): heavy processing per tuple, small tuples: the busiest node's cores
-    "cpu-bound": ModelParams(cycles_per_load_unit=2.0e9, tuple_bytes=64.0),
-}
+#: The fitted parameter sets (written by ``benchmarks/calibrate_model.py``, never by hand;
+#: docs/evaluation.md, "Calibration"): one per paper hardware and ``default``.
+CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "data" / "model_calibration.json"
+#: Workload settings of i-scheduler.txt section 6.1 applied to the default set: I/O-intensive
+#: runs throttle the spouts (Storm's max spout pending), CPU-intensive runs do not.
+SETTING_SETS = {"io-bound": {"max_spout_pending": 1}, "cpu-bound": {}}
+
+
+def _fitted_sets() -> tuple[dict[str, ModelParams], dict[str, str]]:
+    """The parameter sets of :data:`CALIBRATION_FILE` and a one-line description of each."""
+    try:
+        document = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}, {}
+    sets: dict[str, ModelParams] = {}
+    described: dict[str, str] = {}
+    for name, entry in document["sets"].items():
+        sets[name] = ModelParams(**entry["params"])
+        held = entry.get("held_out_error_pct") or {}
+        error = (f"held-out error median {held['median']:.0f} %, mean {held['mean']:.0f} % over {held['n']} cells"
+                 if held.get("n") else "no held-out error")
+        described[name] = (f"{name}: fitted on {', '.join(entry['papers'])} ({entry['cases']} cells); {error}")
+    default = document["default"]
+    sets["default"] = sets[default]
+    described["default"] = f"default = {described[default]}"
+    for name, setting in SETTING_SETS.items():
+        sets[name] = sets[default].with_(**setting)
+        described[name] = (f"{name} = {default} with max spout pending 1 (section 6.1 I/O-intensive)" if setting
+                           else f"{name} = {default} without spout throttling (section 6.1 CPU-intensive)")
+    return sets, described
+
+
+REGIMES, _DESCRIPTIONS = _fitted_sets()
 
 
 def regime(name: str) -> ModelParams:
+    if not REGIMES:
+        raise InputError(f"{CALIBRATION_FILE}: missing; run benchmarks/calibrate_model.py")
     try:
         return REGIMES[name]
     except KeyError:
-        raise InputError(f"unknown model regime {name!r} (known: {', '.join(REGIMES)})") from None
+        raise InputError(f"unknown model parameter set {name!r} (known: {', '.join(REGIMES)})") from None
+
+
+def describe(name: str) -> str:
+    """Which fitted set ``name`` is, the papers it was fitted on and its held-out error."""
+    regime(name)
+    return _DESCRIPTIONS[name]
+
+
+def describe_params(params: ModelParams) -> str:
+    """:func:`describe` of the fitted set ``params`` equals (``default`` first; acking aside),
+    or a note that the parameters are not a fitted set."""
+    plain = params.with_(acking=False)
+    for name in ("default", *REGIMES):
+        if REGIMES.get(name) == plain:
+            return describe(name) + (", with acking" if params.acking else "")
+    return "custom parameters, not a fitted set (no measured error)"
 
 
 @dataclass(frozen=True)
@@ -385,7 +428,7 @@ def predict(graph: TaskGraph, cluster: Cluster, placement: Placement,
     ``max_spout_pending`` it is the fixed point of Little's law. Throughput per node is thesis
     eq. 1.2 (average throughput / nodes used).
     """
-    params = params or ModelParams()
+    params = params or regime("default")
     if placement.n_tasks != graph.n_tasks:
         raise InputError(f"placement has {placement.n_tasks} tasks, graph {graph.name!r} has {graph.n_tasks}")
     dem = demands(graph, cluster, placement, params)

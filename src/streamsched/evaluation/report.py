@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 from streamsched.comparison import Outcome
 from streamsched.comparison import run_schedulers as compare_runs
 from streamsched.errors import InputError
-from streamsched.evaluation.performance import ModelParams, predict, regime
+from streamsched.evaluation.performance import ModelParams, describe_params, predict, regime
 from streamsched.evaluation.pictures import (MAX_PICTURE_TASKS, before_after, metric_bars, moved_tasks, node_view,
                                              svg, traffic_and_load, tradeoff)
 from streamsched.metrics import evaluate
@@ -132,7 +132,7 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
         f"<p class='note'>Workload <b>{html.escape(graph.name)}</b> ({graph.n_tasks} tasks, {graph.n_edges} edges), "
         f"cluster <b>{html.escape(cluster.name)}</b> ({cluster.n_nodes} nodes), seed {seed}. "
         "Throughput and latency are <b>predicted by the performance model</b> of docs/evaluation.md, "
-        "not measured on a cluster. Data: "
+        f"not measured on a cluster; parameter set {html.escape(describe_params(model))}. Data: "
         f"<a href='{html.escape(csv_name)}'>{html.escape(csv_name)}</a>, "
         f"<a href='{html.escape(json_name)}'>{html.escape(json_name)}</a>.</p>")
     if verdict is not None:

@@ -17,7 +17,8 @@ Nothing is lost silently: per window and per run ``read = accepted + sum(quarant
 dropped_late`` (checked; quarantined rows without a usable timestamp belong to no window and
 are counted per run only). The driver's state (open windows, watermark, files seen) is written
 atomically to ``<store>/checkpoints/watch/state.json`` after each micro-batch, with the batch id,
-so a restart continues where the last run stopped and a replayed batch is not counted twice.
+so a restart continues where the last run stopped and a replayed batch is not counted twice
+(a window whose snapshot a killed run wrote before saving its state keeps that snapshot).
 Spark's file source treats files as immutable: each file's size and mtime are recorded when
 its rows are first seen, and a file that changed afterwards is reported
 (``files_changed_after_read``), never re-read. Files in the directory that match neither
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import os
 import threading
 import time
@@ -49,7 +51,8 @@ from streamsched.pipeline.row_checks import validate_text
 from streamsched.pipeline import schema as S
 from streamsched.pipeline.ingest import build_graphs
 from streamsched.pipeline.session import python_workers
-from streamsched.pipeline.store import write_snapshot
+from streamsched.model.units import TASKS
+from streamsched.pipeline.store import list_snapshots, read_manifest, write_snapshot
 
 PATTERNS = ("traffic*.csv", "load*.csv")
 STATE_VERSION = 1
@@ -290,7 +293,8 @@ class Watch:
                     tasks.append({"topology": topo, "task": a, "operator": operator})
             loads = self._mean_loads(loads)
             emitted = []
-            for topo, (graph, defaulted) in build_graphs(rates, loads, tasks, self.default_load).items():
+            unit = self.options.load_unit or TASKS
+            for topo, (graph, defaulted) in build_graphs(rates, loads, tasks, self.default_load, unit).items():
                 in_window = sum(n for k, (_, _, n) in sums.items() if json.loads(k)[0] == topo)
                 manifest = {
                     "schema_version": S.SCHEMA_VERSION,
@@ -302,7 +306,7 @@ class Watch:
                     "tasks_with_default_load": defaulted, "default_load": self.default_load,
                 }
                 with self._lock:
-                    path = str(write_snapshot(self.store, graph, manifest))
+                    path = str(self._written_before(topo, end) or write_snapshot(self.store, graph, manifest))
                     self.snapshots.append(path)
                     emitted.append(path)
                     self.replanner.on_graph(graph, path)
@@ -312,6 +316,20 @@ class Watch:
         for label in sorted(state["emitted"], key=float)[:-KEEP_WINDOWS]:
             state["emitted"].pop(label)
             state["counts"].pop(label, None)
+
+    def _written_before(self, topology: str, end: float) -> Path | None:
+        """This watch's snapshot of the window ending at ``end``, when a run killed after
+        writing it and before saving its state wrote it (the batch is then replayed)."""
+        for path in reversed(list_snapshots(self.store, topology)):
+            manifest = read_manifest(path)
+            window = manifest.get("window", {})
+            if window.get("kind") != "tumbling" or manifest.get("sources") != [str(self.directory)]:
+                continue  # another run's (ingest, another directory)
+            if window.get("end") == end and window.get("seconds") == self.window_s:
+                return path
+            if window.get("end", math.inf) < end:
+                return None
+        return None
 
     @staticmethod
     def _mean_loads(loads: list[dict]) -> list[dict]:

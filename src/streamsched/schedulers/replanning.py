@@ -249,7 +249,7 @@ def carry_over(graph: TaskGraph, cluster: Cluster, old_graph: TaskGraph, old: Pl
     worker_of = np.full(graph.n_tasks, NO_WORKER, dtype=np.int64)
     for i, task in enumerate(graph.task_ids.tolist()):
         j = index.get(int(task))
-        if j is None:
+        if j is None or old.node_of[j] < 0:
             continue
         node_of[i] = cluster.index.get(old_cluster.nodes[int(old.node_of[j])].name, -1)
         worker_of[i] = old.worker_of[j] if node_of[i] >= 0 else NO_WORKER
@@ -319,6 +319,21 @@ class Replanner:
         self.current[graph.name] = (graph, placement, self.cluster)
         return self._log(Decision(graph.name, "snapshot", False, "below-threshold", before, proposed, gain, 0, snapshot))
 
+    def resume(self, graph: TaskGraph, assignment: dict[str, Any]) -> None:
+        """Take up an assignment a previous run emitted (:meth:`Placement.to_dict` JSON) as the
+        current placement of ``graph``'s topology, matched by task id and node name, without
+        emitting: a restarted loop weighs its next window against it (the threshold rule) instead
+        of starting afresh. A task or node not found is unplaced (-1): the next re-plan repairs it."""
+        nodes = [self.cluster.index.get(str(name), -1) for name in assignment["nodes"]]
+        where = dict(zip(assignment["tasks"], zip(assignment["node"], assignment["worker"])))
+        node_of = np.full(graph.n_tasks, -1, dtype=np.int64)
+        worker_of = np.full(graph.n_tasks, NO_WORKER, dtype=np.int64)
+        for i, task in enumerate(graph.task_ids.tolist()):
+            node, worker = where.get(task, (-1, NO_WORKER))
+            if 0 <= node < len(nodes) and nodes[node] >= 0:
+                node_of[i], worker_of[i] = nodes[node], worker
+        self.current[graph.name] = (graph, Placement.build(node_of, worker_of, {"resumed": True}), self.cluster)
+
     def on_cluster(self, cluster: Cluster) -> list[Decision]:
         """A node joined or left: repair every current assignment onto ``cluster``."""
         self.cluster = cluster
@@ -334,7 +349,9 @@ class Replanner:
         path = None
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            path = self.out_dir / f"{graph.name}-{len(self.decisions) + 1:05d}.placement.json"
+            number = len(self.decisions) + 1
+            while (path := self.out_dir / f"{graph.name}-{number:05d}.placement.json").exists():
+                number += 1  # an earlier run's assignment (a restarted loop): keep it
             placement.write(path, graph, self.cluster)
         decision = Decision(graph.name, trigger, True, why, before, after, gain, moved, snapshot,
                             str(path) if path else None)

@@ -6,17 +6,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from streamsched.evaluation.performance import REGIMES, ModelParams
+from streamsched.evaluation.performance import REGIMES, ModelParams, regime
 from streamsched.model.cluster import Cluster
 from streamsched.model.taskgraph import TaskGraph
 
-#: Model presets a cell can be evaluated under: the regimes plus Fischer's set-up with acking.
-MODELS: dict[str, ModelParams] = {
-    **REGIMES,
-    "acking": ModelParams(acking=True),
-    "acking-bandwidth": REGIMES["bandwidth-bound"].with_(acking=True, tuple_bytes=None),
-    "no-acking-bandwidth": REGIMES["bandwidth-bound"].with_(tuple_bytes=None),
-}
+#: Presets a cell can be evaluated under besides :data:`REGIMES`: Fischer's set-up with acking
+#: (Storm 0.9, fischer-metis-scheduler.txt V-B2) on the set fitted to his cluster, and the same
+#: without acking for the tuple-size sweep (V-B1).
+FISCHER_MODELS = {"acking": {"acking": True}, "acking-bandwidth": {"acking": True}, "no-acking-bandwidth": {}}
+
+
+def model_params(name: str) -> ModelParams:
+    """The parameter set a cell names: a fitted set of :data:`REGIMES` or a Fischer preset."""
+    if name in FISCHER_MODELS:
+        return regime("fischer-imac").with_(**FISCHER_MODELS[name])
+    return regime(name)
+
+
+def model_names() -> list[str]:
+    return [*REGIMES, *FISCHER_MODELS]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 
 from streamsched.comparison import params_for, placement_row
 from streamsched.errors import InfeasibleError, InputError
-from streamsched.evaluation.experiments.cells import MODELS, Cell
+from streamsched.evaluation.experiments.cells import Cell, model_params
 from streamsched.evaluation.experiments.registry import build_cluster, build_graph, experiment
 from streamsched.evaluation.performance import predict
 from streamsched.schedulers import available, scheduler_class
@@ -37,7 +37,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         return {**row, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
     row.update(placement_row(cell.scheduler, graph, cluster, placement))
     for model in cell.models:
-        p = predict(graph, cluster, placement, MODELS[model])
+        p = predict(graph, cluster, placement, model_params(model))
         row[f"throughput_{model}"] = p.throughput_tps
         row[f"per_node_{model}"] = p.throughput_per_node
         row[f"latency_ms_{model}"] = p.latency_s * 1e3
