@@ -152,13 +152,20 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
                  "colour) with their workers and tasks, a task shaded darker the more tuples/s it sends and "
                  "receives; the task x task traffic ordered by node (traffic outside the diagonal blocks crosses "
                  "nodes); every node's placed load and predicted CPU as a share of its capacity.</p>")
+    drawn: dict[tuple[bytes, bytes], str] = {}
     for index, outcome in enumerate(outcomes):
         name = outcome.row["scheduler"]
         parts.append(f"<h3>{html.escape(name)}</h3>")
         if outcome.placement is None:
             why = f"skipped: {outcome.row['reason']}" if outcome.row.get("status") == "skipped" else "no placement"
             parts.append(f"<p class='error'>{html.escape(why)}</p>")
+            continue
+        key = (outcome.placement.node_of.tobytes(), outcome.placement.worker_of.tobytes())
+        if key in drawn:
+            parts.append(f"<p class='note'>The same placement (every task on the same node and worker) as "
+                         f"{html.escape(drawn[key])}, drawn above.</p>")
         else:
+            drawn[key] = name
             if graph.n_tasks > MAX_PICTURE_TASKS:
                 parts.append(f"<p class='note'>{graph.n_tasks} tasks: too many to draw one by one (limit "
                              f"{MAX_PICTURE_TASKS}); the traffic between nodes instead.</p>")
