@@ -27,7 +27,7 @@ DEMO := out/demo
 demo: setup
 	rm -rf $(DEMO) && mkdir -p $(DEMO)
 	$(BIN)/streamsched pipeline-demo --workload fischer-payload-10 --cluster fischer-11 \
-		--scheduler i-scheduler --out $(DEMO) > $(DEMO)/pipeline.json
+		--scheduler i-scheduler --out $(DEMO) --json > $(DEMO)/pipeline.json
 	@$(BIN)/python -c "import json; r = json.load(open('$(DEMO)/pipeline.json')); i = r['ingest']; \
 		print('ingest:', i['rows_read'], 'rows read =', i['rows_accepted'], 'accepted +', sum(i['rows_quarantined'].values()), 'quarantined', i['rows_quarantined']); \
 		print('snapshot:', r['snapshot'])"

@@ -53,7 +53,7 @@ def test_graph_and_cluster_files(tmp_path, capsys):
 
 def test_list(capsys):
     code, out, _ = run(capsys, "list")
-    assert code == 0 and "even" in out and "diamond-30" in out and "heterogeneous-10" in out
+    assert code == 0 and "even" in out and "diamond-N" in out and "heterogeneous-10" in out
 
 
 @pytest.mark.parametrize("files, argv, message", [

@@ -203,3 +203,51 @@ def test_reproduce_edge_cloud_puts_the_papers_statements_beside_the_simulation(t
     assert "return no solution beyond" not in table  # a statement about the large setup only
     assert (out / "small-rw-0.5" / "intervals.csv").is_file() and (out / "small-rw-0.5" / "fig3_makespan.png").is_file()
     assert text.startswith("edge-cloud: 10 rows")
+
+
+# ------------------------------------------------------------------ capacity before long work
+def test_pipeline_demo_checks_the_cluster_before_starting_spark(tmp_path, capsys, monkeypatch):
+    """Payload (10 chains of 8 tasks, load 1 each: 80) cannot fit one high VM (capacity 16):
+    exit 3 in one line, and Spark is never started (its starter raises here)."""
+    import streamsched.cli.pipeline as pipeline_cli
+
+    def no_spark(master):
+        raise AssertionError("Spark started before the capacity check")
+
+    monkeypatch.setattr(pipeline_cli, "_spark", no_spark)
+    out = tmp_path / "demo"
+    code, _, err = run(capsys, "pipeline-demo", "-w", "fischer-payload-10", "-c", "high-low-1-0", "--out", str(out))
+    assert code == 3 and err == ("error: graph 'fischer-payload-10' needs load 80 but cluster 'high-low-1-0' has "
+                                 "capacity 16\n")
+    code, _, err = run(capsys, "pipeline-demo", "-s", "no-such", "--out", str(out))
+    assert code == 2 and err.startswith("error: unknown scheduler 'no-such'") and err.count("\n") == 1
+    code, _, err = run(capsys, "pipeline-demo", "-s", "i-scheduler", "-p", "theta=-1", "--out", str(out))
+    assert code == 2 and "theta" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_gen_metrics_summary_and_json_agree(tmp_path, capsys):
+    code, text, _ = run(capsys, "gen-metrics", "-w", "diamond-12", "--out", str(tmp_path / "a"), "--rows", "200")
+    assert code == 0
+    code, out, _ = run(capsys, "gen-metrics", "-w", "diamond-12", "--out", str(tmp_path / "b"), "--rows", "200", "--json")
+    assert code == 0
+    summary = json.loads(out)
+    assert text.splitlines()[0] == (f"diamond-12: {summary['traffic_rows']} traffic rows and {summary['load_rows']} "
+                                    f"load rows over {summary['intervals']} intervals of 1 s (csv, rates x1, seed 0)")
+    assert ", ".join(f"{k} {v}" for k, v in summary["dirty"].items()) in text
+
+
+def test_read_engine_and_edge_simulate_print_summaries_and_take_json(tmp_path, capsys):
+    fixture = Path(__file__).parent / "fixtures" / "storm_ui" / "wordcount"
+    code, text, _ = run(capsys, "read-engine", "storm-ui", "--dir", str(fixture), "--out", str(tmp_path / "a"))
+    assert code == 0
+    code, out, _ = run(capsys, "read-engine", "storm-ui", "--dir", str(fixture), "--out", str(tmp_path / "b"), "--json")
+    assert code == 0
+    graph = json.loads(out)["graph"]
+    assert text.startswith(f"storm-ui: {graph['name']}, {graph['tasks']} tasks of {graph['operators']} operators")
+    assert f"wrote {tmp_path / 'a' / 'graph.json'}" in text
+    code, out, _ = run(capsys, "edge", "simulate", "--strategy", "topset,cloud-only", "--intervals", "5",
+                       "--no-figures", "--out", str(tmp_path / "e"), "--json")
+    assert code == 0
+    summary = {row["strategy"]: row for row in json.loads(out)["summary"]}
+    assert summary.keys() == {"topset", "cloud-only"} and summary["topset"]["intervals"] == 5

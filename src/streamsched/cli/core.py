@@ -40,7 +40,7 @@ def emit(data: Any, as_json: bool, lines: list[str]) -> None:
     """``--json``: ``data`` as strict JSON (infinite or NaN figures as null); else the summary
     ``lines`` (streamsched.cli.summaries)."""
     if as_json:
-        console.print_json(data=finite_or_null(data))
+        console.print_json(data=finite_or_null(data), default=str)
         return
     for line in lines:
         console.print(line, highlight=False, markup=False, soft_wrap=True)

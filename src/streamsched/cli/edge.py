@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app
+from streamsched.cli.core import finite_or_null
 from streamsched.errors import InputError
 
 console = Console()
@@ -41,6 +42,7 @@ def simulate(
     population: int = typer.Option(64, "--population", min=4, help="GA population"),
     generations: int = typer.Option(100, "--generations", min=1, help="GA generations (at most)"),
     figures: bool = typer.Option(True, "--figures/--no-figures", help="draw Figs. 3-7"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary per strategy as JSON instead of a table"),
 ) -> None:
     """Simulate control intervals; write per-interval results and the plots of Figs. 3-7."""
     from streamsched.edge.figures import write_figures
@@ -57,6 +59,10 @@ def simulate(
         results = simulate_many(setup, workload, strategies, rebalances, seed, intervals, ga)
     path = write_results(results, out)
     drawn = write_figures(results, out, f"({setup}, {workload})") if figures else []
+    if as_json:
+        console.print_json(data=finite_or_null({"summary": summarise(results), "intervals": str(path),
+                                                "figures": [str(p) for p in drawn]}))
+        return
     table = Table("strategy", "rebalance", "failed", "mean sum of makespans (s)", "mean / max planning (ms)",
                   "migrations", "mean psi (s)", title=f"edge simulate: {setup}, {workload}")
     for row in summarise(results):

@@ -20,6 +20,7 @@ from rich.console import Console
 
 from streamsched.cli.app import app, err_console
 from streamsched.cli.core import finite_or_null
+from streamsched.cli.summaries import reading_lines
 from streamsched.errors import InputError
 from streamsched.model import Cluster, Placement, TaskGraph
 
@@ -79,7 +80,7 @@ def storm_ui(
     spout_load: float = typer.Option(0.1, "--spout-load", help="cores per spout executor (the UI gives none)"),
     host_cores: float = typer.Option(4.0, "--host-cores", help="cores of a host without a supervisor summary"),
     timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for each UI answer"),
-    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    as_json: bool = typer.Option(False, "--json", help="print the full report as JSON instead of a summary"),
 ) -> None:
     """Storm UI REST API: executors, their placement and hosts.
 
@@ -102,7 +103,8 @@ def storm_ui(
     if as_json:
         print(json.dumps(finite_or_null(report), indent=1))
     else:
-        console.print_json(data=finite_or_null(report))
+        for line in reading_lines(report):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 @read_app.command("flink")
@@ -114,7 +116,7 @@ def flink_rest(
     window: float = typer.Option(10.0, "--window", help="live: seconds between two snapshots (0: one, Flink's 60 s meters)"),
     node_by: str = typer.Option("taskmanager", "--node-by", help="one node per taskmanager or per host"),
     timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for each REST answer"),
-    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+    as_json: bool = typer.Option(False, "--json", help="print the full report as JSON instead of a summary"),
 ) -> None:
     """Flink REST API: one graph task per subtask (loads in busy cores, pair rates per ship
     strategy), the current placement on TaskManagers and the TaskManagers. Live reads keep the
@@ -133,7 +135,8 @@ def flink_rest(
     if as_json:
         print(json.dumps(finite_or_null(report), indent=1))
     else:
-        console.print_json(data=finite_or_null(report))
+        for line in reading_lines(report):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def storm_export_options(storm_ui_dir: Optional[Path], topology_id: Optional[str],

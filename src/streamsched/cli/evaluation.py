@@ -33,6 +33,7 @@ def reproduce(
     engine: str = typer.Option("local", "--engine", help="local (processes) or spark (one Spark task per cell)"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="local worker processes"),
     master: str = typer.Option("local[2]", "--master", help="--engine spark: Spark master (local[N], spark://host:7077, ...)"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Recompute one of the papers' experiments; writes comparison.md/.csv (paper beside ours),
     results.csv/.json and figures/*.png into --out (see docs/reproduction.md)."""
@@ -65,8 +66,13 @@ def reproduce(
     failed = [r for r in result.rows if r.get("status") in ("error", "infeasible")]
     for row in failed[:10]:
         err_console.print(f"{row['scheduler']} on {row['workload']}/{row['cluster']}: {row['error']}", highlight=False)
-    console.print(f"{name}: {len(result.rows)} rows in {result.wall_time_s:.1f} s; wrote "
-                  + ", ".join(str(p) for p in result.written[:4]) + f" and {max(0, len(result.written) - 4)} more")
+    statuses: dict[str, int] = {}
+    for row in result.rows:
+        statuses[row.get("status", "ok")] = statuses.get(row.get("status", "ok"), 0) + 1
+    emit({"experiment": name, "rows": len(result.rows), "status": statuses, "missing": result.missing,
+          "wall_time_s": result.wall_time_s, "written": [str(p) for p in result.written]}, as_json,
+         [f"{name}: {len(result.rows)} rows in {result.wall_time_s:.1f} s; wrote "
+          + ", ".join(str(p) for p in result.written[:4]) + f" and {max(0, len(result.written) - 4)} more"])
 
 
 @app.command()

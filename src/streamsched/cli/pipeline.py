@@ -14,7 +14,9 @@ import typer
 from rich.console import Console
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import ClusterOpt, GraphOpt, ParamOpt, WorkloadOpt, load_cluster, load_graph, parse_params, read_placement
+from streamsched.cli.core import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, emit, load_cluster, load_graph,
+                                  parse_params, read_placement)
+from streamsched.cli.summaries import demo_lines, generated_lines
 from streamsched.errors import InputError
 
 console = Console()
@@ -59,6 +61,7 @@ def gen_metrics(
         None, "--remote-cpu-per-tuple", help="TIME: extra CPU per tuple leaving its worker, half on each end"),
     rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
     seed: int = typer.Option(0, "--seed", min=0),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Synthetic monitoring data for a workload (and placement), with noise, skew and dirty rows."""
     from streamsched.model.costs import parse_cost_model
@@ -74,7 +77,7 @@ def gen_metrics(
     summary.pop("expected_rate")
     for phase in summary["phases"]:
         phase["placement"] = str(placement[phase["placement"]])
-    _print(summary, False)
+    emit(summary, as_json, generated_lines(summary))
 
 
 @app.command()
@@ -303,14 +306,24 @@ def pipeline_demo(
     out: Path = typer.Option(Path("demo-pipeline"), "--out", "-o"),
     seed: int = typer.Option(0, "--seed"),
     master: str = MasterOpt,
+    as_json: bool = JsonOpt,
 ) -> None:
     """generate -> ingest on Spark -> snapshot -> schedule, in one command (the cluster is written
-    to OUT/cluster.json for `compare --cluster`)."""
+    to OUT/cluster.json for `compare --cluster`). The scheduler, its parameters and the cluster's
+    room for the workload are checked before Spark starts (exit 2, or 3 when it cannot fit)."""
     from streamsched.demo import demo_cluster, run_demo
+    from streamsched.evaluation.experiments.registry import build_graph
+    from streamsched.model import Placement
+    from streamsched.pipeline.store import load_snapshot
+    from streamsched.schedulers import get_scheduler
+    from streamsched.schedulers.base import check_fits
 
-    result = run_demo(_spark(master), workload, demo_cluster(cluster), out, scheduler, rows, dirty, seed,
-                      params=parse_params(param))
-    _print(result, False)
+    nodes, params = demo_cluster(cluster), parse_params(param)
+    get_scheduler(scheduler, **params).resolved_params()  # an unknown name or a bad value: exit 2 now
+    check_fits(build_graph(workload), nodes)
+    result = run_demo(_spark(master), workload, nodes, out, scheduler, rows, dirty, seed, params=params)
+    measured = load_snapshot(result["snapshot"])
+    emit(result, as_json, demo_lines(result, measured, nodes, Placement.read(result["placement"], measured, nodes)))
 
 
 collect_app = typer.Typer(help="Collectors: follow a source, write immutable chunk files for watch.",

@@ -126,3 +126,47 @@ def key_value_lines(title: str, data: Mapping[str, Any], keys: Iterable[str]) ->
             value = num(value)
         lines.append(f"  {key.replace('_', ' '):<{width}}  {value}")
     return lines
+
+
+def generated_lines(summary: Mapping[str, Any]) -> list[str]:
+    """What ``gen-metrics`` wrote: rows, span, rate scale, the dirty rows ingest must quarantine."""
+    lines = [f"{summary['topology']}: {num(summary['traffic_rows'])} traffic rows and {num(summary['load_rows'])} load "
+             f"rows over {summary['intervals']} intervals of {num(summary['interval_s'])} s ({summary['format']}, "
+             f"rates x{num(summary.get('rate_scale', 1.0))}, seed {summary['seed']})"]
+    dirty = summary.get("dirty") or {}
+    if dirty:
+        lines.append("  dirty rows added (ingest quarantines them): "
+                     + ", ".join(f"{kind} {num(count)}" for kind, count in dirty.items()))
+    for phase in summary.get("phases") or []:
+        lines.append(f"  placement {phase['placement']}: ingest with --window {phase['window_s']:.15g} "
+                     f"--until {phase['until']:.15g}")
+    files = summary.get("files") or []
+    lines.append(f"  wrote {', '.join(map(str, files[:4]))}" + (f" and {len(files) - 4} more" if len(files) > 4 else ""))
+    return lines
+
+
+def demo_lines(result: Mapping[str, Any], graph: TaskGraph, nodes: Cluster, placement: Placement) -> list[str]:
+    """``pipeline-demo``: what was generated and ingested, the snapshot, and its placement."""
+    generated, report = result["generated"], result["ingest"]
+    quarantined = report.get("rows_quarantined") or {}
+    lines = [f"generated {num(generated['traffic_rows'])} traffic and {num(generated['load_rows'])} load rows "
+             f"({sum((generated.get('dirty') or {}).values())} dirty)",
+             f"ingest: {num(report['rows_read'])} rows read = {num(report['rows_accepted'])} accepted + "
+             f"{num(sum(quarantined.values()))} quarantined"
+             + (f" ({', '.join(f'{k} {v}' for k, v in quarantined.items())})" if quarantined else ""),
+             f"snapshot: {result['snapshot']}"]
+    lines += placement_lines(graph, nodes, placement, result["metrics"])
+    lines.append(f"wrote {result['placement']}" + (f" and {result['cluster']}" if result.get("cluster") else ""))
+    return lines
+
+
+def reading_lines(report: Mapping[str, Any]) -> list[str]:
+    """``read-engine``: what was read from the engine and the three files written."""
+    graph, cluster = report["graph"], report["cluster"]
+    lines = [f"{report.get('engine', 'engine')}: {graph['name']}, {num(graph['tasks'])} tasks of "
+             f"{graph['operators']} operators, {num(graph['edges'])} edges, {num(graph['total_rate'], 'tuples/s')}, "
+             f"load {num(graph['total_load'])} {graph['load_unit']}",
+             f"  on {len(cluster['nodes'])} nodes ({cluster['capacity_unit']}): "
+             + ", ".join(cluster["nodes"][:MAX_NODE_LINES]) + (" ..." if len(cluster["nodes"]) > MAX_NODE_LINES else ""),
+             f"  wrote {graph['file']}, {report['placement']}, {cluster['file']}"]
+    return lines
