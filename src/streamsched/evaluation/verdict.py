@@ -43,7 +43,7 @@ def model_error(preset: str = PRESET) -> tuple[float, str]:
         held = fitted[name].get("held_out_error_pct") or {}
         if held.get("n") and math.isfinite(held["median"]) and held["median"] > 0:
             return held["median"] / 100.0, f"median held-out error of the fitted set {name!r}, {held['n']} cells"
-    except (AttributeError, OSError, KeyError, TypeError, ValueError):
+    except (OSError, KeyError, TypeError, ValueError):
         pass
     return FALLBACK_ERROR, "fallback: the calibration states no held-out error"
 
