@@ -242,6 +242,13 @@ def test_cli_fit_costs_table_and_json(tmp_path, capsys):
     assert [p["name"] for p in fit["parameters"]] == ["A", "B", REMOTE]
     assert [p["estimate_s"] for p in fit["parameters"]] == pytest.approx([2.0, 3.0, 4.0])
     assert fit["distinct_placements"] == 2 and fit["load_unit"] == "cores"
+    # snapshot directories named one by one, in the order of the placements: the same fit
+    first, second = sorted((tmp_path / "store" / "snapshots" / "hand").iterdir())
+    assert main(["fit-costs", str(second), str(first), "--placement", str(p2), "--placement", str(p1),
+                 "-c", cluster, "--json", "--weighting", "uniform"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert [p["estimate_s"] for p in again["parameters"]] == pytest.approx([2.0, 3.0, 4.0])
+    assert again["windows"] == [f"{second} <- {p2}", f"{first} <- {p1}"]
 
 
 def test_cli_one_placement_and_bad_pairing_are_one_line_exit_2(tmp_path, capsys):
