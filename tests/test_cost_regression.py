@@ -94,6 +94,12 @@ def test_one_placement_is_not_identifiable():
     moved = Placement.build([3, 3, 5], [1, 1, 0])
     with pytest.raises(InputError, match="share one placement"):
         fit_costs([same[0], Window(same[1].graph, moved, "moved")])
+    # a window where task 2 sent nothing (absent from its snapshot): tasks 0 and 1 still share a worker
+    pair = TaskGraph.build(name="hand", operator_names=["A", "B"], task_operator=[0, 1], load=[30.0, 30.0],
+                           src=np.array([0]), dst=np.array([1]), rate=[10.0], load_unit="cores")
+    with pytest.raises(InputError, match="all 2 windows share one placement"):
+        fit_costs([same[0], Window(pair, Placement.build([4, 4], [0, 0]), "pair")])
+    assert fit_costs([same[0], Window(pair, Placement.build([4, 5], [0, 0]), "apart")]).placements == 2
 
 
 def test_an_operator_without_tuples_cannot_be_estimated():

@@ -96,20 +96,26 @@ def design(windows: Sequence[Window]) -> tuple[tuple[str, ...], np.ndarray, np.n
     return (*operators, REMOTE), np.vstack(blocks), np.concatenate(loads)
 
 
-def _partition(graph: TaskGraph, placement: Placement) -> tuple:
-    """Which tasks (by id) share a process: the same tuple for placements that keep the same
-    tasks together, whatever the node or worker numbers."""
-    proc = process_of(placement)
-    order = np.argsort(graph.task_ids)
-    _, label = np.unique(proc[order], return_inverse=True)
-    first = {}
-    return tuple(first.setdefault(int(k), len(first)) for k in label)
+def _same_layout(a: Window, b: Window) -> bool:
+    """True when the tasks both windows hold share processes alike in both (whatever the node or
+    worker numbers): then the two placements send the same tuples between workers."""
+    common = np.intersect1d(a.graph.task_ids, b.graph.task_ids)
+    labels = []
+    for w in (a, b):
+        order = np.argsort(w.graph.task_ids)
+        proc = process_of(w.placement)[order[np.searchsorted(w.graph.task_ids, common, sorter=order)]]
+        _, first, label = np.unique(proc, return_index=True, return_inverse=True)
+        labels.append(np.argsort(np.argsort(first))[label])
+    return bool(np.array_equal(labels[0], labels[1]))
 
 
 def _check_identifiable(names: tuple[str, ...], x: np.ndarray, windows: Sequence[Window]) -> int:
     """The number of distinct placements; an InputError when the history cannot tell the
     parameters apart (one placement, or collinear columns)."""
-    layouts = {(tuple(sorted(w.graph.task_ids.tolist())), _partition(w.graph, w.placement)) for w in windows}
+    layouts: list[Window] = []
+    for w in windows:
+        if not any(_same_layout(w, seen) for seen in layouts):
+            layouts.append(w)
     if len(layouts) < 2:
         raise InputError(
             f"all {len(windows)} windows share one placement (the same tasks share a worker in each): the extra CPU "
