@@ -64,7 +64,8 @@ def measure(label: str, graph, cluster, names: list[str], repeat: int, old) -> N
     start = time.perf_counter()
     outcomes = run_schedulers(graph, cluster, names)
     schedule_s = time.perf_counter() - start
-    drawn = sum(o.placement is not None for o in outcomes)
+    placed = [o.placement for o in outcomes if o.placement is not None]
+    drawn = len({(p.node_of.tobytes(), p.worker_of.tobytes()) for p in placed})  # a shared one is drawn once
     times, cpus = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeat):
@@ -75,7 +76,8 @@ def measure(label: str, graph, cluster, names: list[str], repeat: int, old) -> N
         size = paths[0].stat().st_size
     old_s, old_cpu, old_bytes = baseline(old, graph, cluster, outcomes)
     report_s, report_cpu = statistics.median(times), statistics.median(cpus)
-    print(f"{label}: {len(names)} schedulers ({drawn} placements drawn), schedulers {schedule_s:.1f} s; "
+    print(f"{label}: {len(names)} schedulers, {len(placed)} placements ({drawn} distinct, drawn), "
+          f"schedulers {schedule_s:.1f} s; "
           f"report {report_s:.2f} s wall (runs {', '.join(f'{t:.2f}' for t in times)}), {report_cpu:.2f} s CPU, "
           f"{size / 1e6:.2f} MB; previous pictures alone {old_s:.1f} s wall, {old_cpu:.1f} s CPU, "
           f"{old_bytes / 1e6:.2f} MB; ratio wall {report_s / old_s:.2f}, CPU {report_cpu / old_cpu:.2f}, "
