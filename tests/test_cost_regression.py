@@ -192,6 +192,8 @@ def test_storm_log_latencies_follow_the_cost_model(tmp_path):
     for _, task, _, load in estimate.load:
         samples[task].append(load)
     assert {t: float(np.mean(v)) for t, v in samples.items()} == pytest.approx({1: 30.0, 2: 100.0})
+    with pytest.raises(InputError, match="--placement #2: 2 tasks, graph 'hand' has 3"):
+        generate_metrics(_hand_graph(), tmp_path / "y", rows=8, placement=[HAND_P1, Placement.build([0, 1])])
     with pytest.raises(InputError, match="storm-log takes one placement"):
         generate_metrics(_hand_graph(), tmp_path / "x", rows=8, fmt="storm-log", placement=[HAND_P1, HAND_P2],
                          costs=HAND_TRUTH)

@@ -99,6 +99,9 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
     if len(placements) > intervals:
         raise InputError(f"--placement: {len(placements)} placements (one phase each) but only {intervals} "
                          f"intervals of {graph.n_edges} rows; give more --rows")
+    for k, p in enumerate(placements):
+        if p.n_tasks != graph.n_tasks:
+            raise InputError(f"--placement #{k + 1}: {p.n_tasks} tasks, graph {graph.name!r} has {graph.n_tasks}")
     if fmt == "storm-log" and len(placements) > 1:
         raise InputError("--placement: --format storm-log takes one placement (a worker log has one host layout)")
     if costs is not None and costs.remote_cpu_per_tuple > 0 and not placements:
