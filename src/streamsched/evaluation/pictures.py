@@ -440,6 +440,7 @@ def tradeoff(rows: Sequence[dict], prefix: str = ""):
             zorder=2, label="Pareto front (less traffic, more throughput)")
     ax.set_xlabel("inter-node traffic (tuples/s)", fontsize=7)
     ax.set_ylabel("predicted throughput (tuples/s)", fontsize=7)
+    ax.set_title("better: up (more throughput) and left (less traffic)", fontsize=7, loc="left")
     ax.tick_params(labelsize=6)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, loc="best")
