@@ -246,6 +246,13 @@ def test_read_engine_and_edge_simulate_print_summaries_and_take_json(tmp_path, c
     graph = json.loads(out)["graph"]
     assert text.startswith(f"storm-ui: {graph['name']}, {graph['tasks']} tasks of {graph['operators']} operators")
     assert f"wrote {tmp_path / 'a' / 'graph.json'}" in text
+    metrics = []
+    for graph_argument in (tmp_path / "a", tmp_path / "a" / "graph.json"):  # read-engine's OUTDIR is a graph too
+        code, out, err = run(capsys, "schedule", "--graph", str(graph_argument), "-c", str(tmp_path / "a" / "cluster.yaml"),
+                             "-s", "ols", "--json")
+        assert code == 0, err
+        metrics.append(json.loads(out)["metrics"])
+    assert metrics[0] == metrics[1] and metrics[0]["valid"]
     code, out, _ = run(capsys, "edge", "simulate", "--strategy", "topset,cloud-only", "--intervals", "5",
                        "--no-figures", "--out", str(tmp_path / "e"), "--json")
     assert code == 0

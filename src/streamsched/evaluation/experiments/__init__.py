@@ -17,5 +17,8 @@ Experiments (docs/reproduction.md discusses each):
 - ``fischer`` (:mod:`.fischer`): 10-80 node sweeps of the Parallel and Payload topologies,
   network load and throughput against the even scheduler, tuple-size sweep and acking
   (fischer-metis-scheduler.txt V, Figs. 6, 9, 11, Table I);
-- ``thesis`` (:mod:`.thesis`): the six scenarios of thesis Table 4.2 for WordCount and Exclamation.
+- ``thesis`` (:mod:`.thesis`): the six scenarios of thesis Table 4.2 for WordCount and Exclamation;
+- ``edge-cloud`` and ``edge-cloud-large`` (:mod:`.edge_cloud`): the edge paper's control-interval
+  simulations (edge-cloud-topset.txt section 5, Figs. 3-7) on its small and large setups, its
+  statements beside our numbers.
 """
