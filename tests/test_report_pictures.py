@@ -6,6 +6,7 @@ browser, and the report's size, are in test_report.py."""
 import re
 
 import matplotlib.image
+import matplotlib.patches
 import numpy as np
 import pytest
 
@@ -137,7 +138,14 @@ def test_node_view_labels_stay_inside_their_boxes_and_clear_of_each_other(name, 
 @pytest.mark.parametrize("name, graph, cluster, placement", CASES, ids=[c[0] for c in CASES])
 def test_traffic_map_and_utilisation_labels_do_not_overlap(name, graph, cluster, placement):
     cpu = np.linspace(0.1, 1.2, cluster.n_nodes)
-    assert label_problems(pictures.traffic_and_load(graph, cluster, placement, cpu)) == []
+    nic = np.linspace(0.0, 4.0, cluster.n_nodes)
+    nic[-1] = np.inf  # a node with traffic and no bandwidth
+    fig = pictures.traffic_and_load(graph, cluster, placement, cpu, nic)
+    assert label_problems(fig) == []
+    # bars stay in the picture: the longest runs to the edge, none beyond
+    _, _, _, frame = geometry(fig)
+    bars = [a.get_window_extent().extents for a in fig.findobj(matplotlib.patches.Rectangle) if a.get_width() > 0]
+    assert all(contains(frame, b) for b in bars)
 
 
 def test_shortened_labels_when_names_are_too_long_for_the_smallest_font():

@@ -321,15 +321,17 @@ def before_after(graph: TaskGraph, cluster: Cluster, before: Placement, after: P
 
 
 def traffic_and_load(graph: TaskGraph, cluster: Cluster, placement: Placement,
-                     cpu_utilisation: np.ndarray | None = None, prefix: str = ""):
+                     cpu_utilisation: np.ndarray | None = None, nic_utilisation: np.ndarray | None = None,
+                     prefix: str = ""):
     """Top: the task x task traffic matrix (sender row, receiver column, darker = more tuples/s)
     ordered by node, worker and operator, node blocks outlined: traffic outside the diagonal
     blocks crosses nodes and a hot task is a dark row. Above :data:`MAX_PICTURE_TASKS` tasks,
     the node x node matrix of the used nodes instead (its diagonal, traffic kept on a node,
     left blank). Bottom: per node, placed load against capacity and, when given, the model's
-    predicted CPU utilisation (bars; the line is 100 %). Drawn on one points axes (no tick
-    machinery: a picture per placement stays cheap)."""
-    font, width, heat, bar_row = 6.5, 330.0, 220.0, max(10.0, 1.6 * 6.5)
+    predicted CPU and network card utilisation (bars; the line is 100 %). Drawn on one points
+    axes (no tick machinery: a picture per placement stays cheap)."""
+    font, width, heat = 6.5, 330.0, 220.0
+    bar_row = 10.4 + 1.6 * sum(u is not None for u in (cpu_utilisation, nic_utilisation))
     names = [shorten(node.name, font, 70) for node in cluster.nodes]
     left = max(text_width(n, font) for n in names) + 8
     heat = min(heat, width - left - 6)
@@ -371,9 +373,12 @@ def traffic_and_load(graph: TaskGraph, cluster: Cluster, placement: Placement,
     with np.errstate(divide="ignore", invalid="ignore"):
         series = [(np.where(cluster.capacity > 0, 100 * load / cluster.capacity, 0.0),
                    f"load / capacity ({cluster.capacity_unit})", "#4c72b0")]
-    if cpu_utilisation is not None:
-        series.append((100 * np.nan_to_num(np.asarray(cpu_utilisation, dtype=float)), "predicted CPU", "#dd8452"))
-    top = max(110.0, max(float(values.max()) for values, _, _ in series) * 1.05)
+    for values, label, colour in ((cpu_utilisation, "predicted CPU", "#dd8452"),
+                                  (nic_utilisation, "predicted network", "#55a868")):
+        if values is not None:
+            series.append((np.nan_to_num(100 * np.asarray(values, dtype=float), nan=0.0, posinf=1e9), label, colour))
+    # beyond 300 % (an infinite demand on a zero capacity) a bar runs to the edge
+    top = min(max(110.0, max(float(values.max()) for values, _, _ in series) * 1.05), 300.0)
     scale = (width - left - 8) / top
     ax.text(4, bars_top - 14, "% of capacity per node", fontsize=7, va="center", gid=f"{prefix}bars-title-label-0")
     x = width - 8
@@ -390,7 +395,7 @@ def traffic_and_load(graph: TaskGraph, cluster: Cluster, placement: Placement,
                 gid=f"{prefix}util-label-{k}")
         for i, (values, _, colour) in enumerate(series):
             over = values[k] > 100 + 1e-6
-            ax.add_artist(Rectangle((left, y + 1 + i * thickness), values[k] * scale, thickness,
+            ax.add_artist(Rectangle((left, y + 1 + i * thickness), min(values[k], top) * scale, thickness,
                                     color="#d62728" if over and i == 0 else colour))
     bottom = bars_top + cluster.n_nodes * bar_row
     ax.add_artist(Line2D([left, left], [bars_top, bottom], color="#666666", linewidth=0.5))

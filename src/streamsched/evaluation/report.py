@@ -189,9 +189,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def _placement_pictures(graph: TaskGraph, cluster: Cluster, placement: Placement, model: ModelParams, name: str,
                         prefix: str) -> str:
-    cpu = predict(graph, cluster, placement, model).node_cpu_utilisation
-    views = [_figure(svg(traffic_and_load(graph, cluster, placement, cpu, prefix)), f"traffic and load of {name}",
-                     "traffic")]
+    prediction = predict(graph, cluster, placement, model)
+    picture = traffic_and_load(graph, cluster, placement, prediction.node_cpu_utilisation,
+                               prediction.nic_utilisation, prefix)
+    views = [_figure(svg(picture), f"traffic and load of {name}", "traffic")]
     if graph.n_tasks <= MAX_PICTURE_TASKS:
         views.insert(0, _figure(svg(node_view(graph, cluster, placement, prefix)), f"nodes of {name}", "nodes"))
     return "<div class='placement'>" + "".join(views) + "</div>"
