@@ -178,8 +178,10 @@ def test_watch_over_a_log_collected_half_a_line_at_a_time_equals_batch_ingest(sp
     reports.append(Watch(spark_small, arriving, store, recorder, window_s=10).run(available_now=True))
 
     data_lines = len(lines)
-    junk = sum(r["rows_read"] for r in reports) - data_lines
-    assert junk >= 1  # the binary file: its rows read and quarantined
+    # The binary file's two lines: the first, where the header belongs, quarantined as
+    # bad_header, the second as a row.
+    assert sum(r["rows_read"] for r in reports) == data_lines + 2
+    junk = 2
     assert sum(r["rows_accepted"] for r in reports) == data_lines - 1
     quarantined: dict[str, int] = {}
     for r in reports:
@@ -187,7 +189,10 @@ def test_watch_over_a_log_collected_half_a_line_at_a_time_equals_batch_ingest(sp
         assert r["files_changed_after_read"] == []
         for reason, n in r["rows_quarantined"].items():
             quarantined[reason] = quarantined.get(reason, 0) + n
-    assert quarantined["missing_field"] == 1 and sum(quarantined.values()) == 1 + junk
+    assert quarantined["missing_field"] == 1 and quarantined["bad_header"] == 1
+    assert sum(quarantined.values()) == 1 + junk
+    reasons = pq.read_table(str(store / "quarantine" / "watch")).column("reason").to_pylist()
+    assert sorted(reasons) == sorted(r for r, n in quarantined.items() for _ in range(n))
     snapshots = list_snapshots(store, "app")
     assert [read_manifest(s)["window"]["end"] for s in snapshots] == [T0 + 10, T0 + 20, T0 + 30]
 

@@ -15,7 +15,9 @@ pipeline imports no scheduler).
 
 Nothing is lost silently: per window and per run ``read = accepted + sum(quarantined) +
 dropped_late`` (checked; quarantined rows without a usable timestamp belong to no window and
-are counted per run only). The driver's state (open windows, watermark, files seen) is written
+are counted per run only). Spark takes each file's first line as its header; a first line that
+is not the kind's native header (a binary file, columns in another order) is one more
+quarantined record, ``bad_header``. The driver's state (open windows, watermark, files seen) is written
 atomically to ``<store>/checkpoints/watch/state.json`` after each micro-batch, with the batch id,
 so a restart continues where the last run stopped and a replayed batch is not counted twice
 (a window whose snapshot a killed run wrote before saving its state keeps that snapshot).
@@ -40,6 +42,7 @@ from typing import Any, Callable, Iterator, Protocol
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -47,6 +50,7 @@ from pyspark.sql import types as T
 from streamsched.model.cluster import Cluster
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.pipeline import sources
+from streamsched.pipeline.native_reader import fields_of
 from streamsched.pipeline.row_checks import validate_text
 from streamsched.pipeline import schema as S
 from streamsched.pipeline.ingest import build_graphs
@@ -118,6 +122,19 @@ def _add(counts: dict[str, Any], reason: str | None, n: int, late: bool) -> None
 def balanced(counts: dict[str, Any]) -> bool:
     """``read == accepted + sum(quarantined) + dropped_late``."""
     return counts["read"] == counts["accepted"] + sum(counts["quarantined"].values()) + counts["dropped_late"]
+
+
+def _header_problem(path: str) -> dict[str, str] | None:
+    """The quarantine record of a file whose first line is not its kind's native header."""
+    kind = "traffic" if fnmatch.fnmatchcase(os.path.basename(path), PATTERNS[0]) else "load"
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(1 << 16).decode("utf-8", "replace").rstrip("\r\n")
+    except OSError as exc:
+        first = f"<unreadable: {exc.strerror or exc}>"
+    if [c.strip().strip('"') for c in first.split(",")] == list(fields_of(kind)):
+        return None
+    return {"source": path, "kind": kind, "raw": first[:1000], "reason": "bad_header"}
 
 
 def _local_path(source: str) -> str:
@@ -203,6 +220,19 @@ class Watch:
             with self._lock:
                 self.replanner.on_cluster(self.cluster_loader(self.cluster_file))
 
+    def _quarantine_headers(self, bad: list[dict[str, str]], batch_id: int) -> None:
+        """First lines that are not the kind's header: Spark skipped them as headers and read
+        the rows by position; each is one quarantined record (``bad_header``, no window)."""
+        if not bad:
+            return
+        _add(self.run_counts, "bad_header", len(bad), False)
+        self.run_without_window["bad_header"] = self.run_without_window.get("bad_header", 0) + len(bad)
+        target = self.quarantine / f"batch-{batch_id}-headers"
+        target.mkdir(parents=True, exist_ok=True)
+        table = pa.table({name: [r[name] for r in bad] for name in ("source", "kind", "raw", "reason")})
+        pq.write_table(table, target / ".part-00000.parquet.tmp")
+        os.replace(target / ".part-00000.parquet.tmp", target / "part-00000.parquet")
+
     # ------------------------------------------------------------------ micro-batches
     def _aggregate(self, batch: DataFrame) -> tuple[list, list]:
         """(groups, sources) of a micro-batch: sums and counts per window end, reason and key."""
@@ -233,6 +263,7 @@ class Watch:
             batch.unpersist()
         state = self.state
         self.check_files()
+        bad_headers = []
         for source in files:
             path = _local_path(source)
             if path not in state["files"]:
@@ -240,7 +271,11 @@ class Watch:
                     st = os.stat(path)
                     state["files"][path] = [st.st_size, st.st_mtime]
                 except FileNotFoundError:
-                    pass
+                    continue
+                header = _header_problem(path)
+                if header is not None:
+                    bad_headers.append(header)
+        self._quarantine_headers(bad_headers, batch_id)
         watermark = state["watermark"]
         latest = None
         for r in groups:
