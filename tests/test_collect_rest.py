@@ -309,3 +309,29 @@ def test_cli_collect_storm_ui_once_and_bad_input(storm_server, tmp_path, capsys)
                  str(tmp_path / "x"), "--once"]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
     assert errors[-2].startswith("error: --interval") and errors[-1].startswith("error:") and "404" in errors[-1]
+
+
+
+def test_a_failed_reading_is_reported_and_the_next_covers_the_gap(storm_server, tmp_path):
+    """The UI answers errors for two readings: the follow loop reports them and goes on; the
+    next chunk covers the whole time since the last good reading (nothing lost)."""
+    out = tmp_path / "chunks"
+    collector = StormUICollector(storm_server.url, TOPOLOGY_ID, out)
+    calls = {"n": 0}
+
+    def on_topology():  # reading k: counters k times the fixture's; readings 3 and 4 fail
+        calls["n"] += 1
+        k = calls["n"]
+        storm_server.state["docs"] = ({} if k in (3, 4) else
+                                      storm_reading(lambda r: k, lambda r: r["uptimeSeconds"] + 600 * k))
+
+    storm_server.state["on_topology"] = on_topology
+    errors, sides = [], []
+    collector.follow(0.05, timeout_s=3.0, report=sides.append, report_error=errors.append)
+    assert len(errors) == 2 and all("HTTP 404" in e for e in errors)
+    assert len(sides) >= 3 and all(b["covers"][0] == a["covers"][1] for a, b in zip(sides, sides[1:]))
+    into_17 = [sum(v for (_, d), v in _pairs(_chunk(out, "traffic", seq)).items() if d == 17)
+               for seq in range(1, len(sides) + 1)]
+    # Reading 1 is the base; chunk 1 = readings 1 -> 2, chunk 2 = readings 2 -> 5 (3 and 4 failed).
+    assert into_17[:2] == [pytest.approx(186760), pytest.approx(3 * 186760)]
+    assert all(x == pytest.approx(186760) for x in into_17[2:])

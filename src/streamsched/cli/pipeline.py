@@ -377,7 +377,8 @@ def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[
         print(json.dumps({"chunk": side, "next_seq": collector.state["seq"]}, default=str))
         return
     try:
-        collector.follow(interval, timeout, report)
+        collector.follow(interval, timeout, report,
+                         lambda message: err_console.print(f"reading failed, trying again: {message}", highlight=False))
     except KeyboardInterrupt:
         pass
 

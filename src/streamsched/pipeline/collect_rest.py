@@ -149,12 +149,24 @@ class RestCollector:
         return pending[0]["sidecar"]
 
     def follow(self, interval_s: float, timeout_s: float | None = None,
-               report: Callable[[dict[str, Any]], None] = lambda side: None) -> None:
-        """Poll every ``interval_s`` seconds (from one poll's start to the next) until ``timeout_s``."""
+               report: Callable[[dict[str, Any]], None] = lambda side: None,
+               report_error: Callable[[str], None] = lambda message: None) -> None:
+        """Poll every ``interval_s`` seconds (from one poll's start to the next) until ``timeout_s``.
+        A failed reading (the server down, a bad answer) after a good one is reported and the
+        next poll tries again: its difference then covers the longer interval, nothing is lost.
+        A failure before any good reading of this process is raised (a wrong URL or id)."""
         started = time.monotonic()
+        succeeded = False
         while timeout_s is None or time.monotonic() - started < timeout_s:
             began = time.monotonic()
-            side = self.poll()
+            try:
+                side = self.poll()
+                succeeded = True
+            except InputError as exc:
+                if not succeeded:
+                    raise
+                report_error(str(exc))
+                side = None
             if side is not None:
                 report(side)
             time.sleep(max(0.0, interval_s - (time.monotonic() - began)))
