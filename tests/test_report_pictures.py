@@ -282,3 +282,12 @@ def test_above_the_task_limit_the_map_is_node_by_node(tmp_path):
     page = write_report(tmp_path / "wide.html", graph, cluster, [Outcome(row, placement)])[0].read_text()
     assert "too many to draw one by one" in page
     assert page.count("<figure class='picture traffic'") == 1 and "<figure class='picture nodes'" not in page
+
+
+def test_replan_page_names_the_first_50_moves_and_counts_the_rest(tmp_path):
+    graph, cluster = workloads.workload("payload"), workloads.cluster("heterogeneous-10")  # 80 tasks
+    before = random_placement(graph, cluster, 9)
+    after = Placement.build((before.node_of + 1) % cluster.n_nodes, before.worker_of)  # every task moves
+    html = write_replan_report(tmp_path / "r.html", graph, cluster, before, after).read_text()
+    assert f"80 of 80 tasks change node: {graph.task_label(0)}, " in html and "and 30 more." in html
+    assert outlined_in_red(html, "r-after-") == set(range(80))

@@ -151,7 +151,7 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
     parts.append("</div><h2>Placements</h2><p class='note'>Per placement: the used nodes (boxes in the node's "
                  "colour) with their workers and tasks, a task shaded darker the more tuples/s it sends and "
                  "receives; the task x task traffic ordered by node (traffic outside the diagonal blocks crosses "
-                 "nodes); every node's placed load and predicted CPU as a share of its capacity.</p>")
+                 "nodes); every node's placed load and predicted CPU and network use as a share of its capacity.</p>")
     drawn: dict[tuple[bytes, bytes], str] = {}
     for index, outcome in enumerate(outcomes):
         name = outcome.row["scheduler"]
@@ -204,6 +204,10 @@ def _figure(svg_text: str, alt: str, kind: str) -> str:
     return f"<figure class='picture {kind}' role='img' aria-label='{html.escape(alt)}'>{body}</figure>"
 
 
+#: The re-plan page names at most this many moved tasks (the picture shows them all).
+MAX_NAMED_MOVES = 50
+
+
 def write_replan_report(path: str | Path, graph: TaskGraph, cluster: Cluster, before: Placement, after: Placement,
                         model: ModelParams | None = None) -> Path:
     """One HTML page: the running and the re-planned placement side by side, moved tasks
@@ -217,10 +221,13 @@ def write_replan_report(path: str | Path, graph: TaskGraph, cluster: Cluster, be
         row = {"scheduler": label, "status": status, **evaluate(graph, placement, cluster)}
         rows.append(add_prediction(row, graph, cluster, placement, model))
     title = f"re-plan of {graph.name} on {cluster.name}"
-    names = ", ".join(graph.task_label(t) for t in moved.tolist()) or "none"
+    names = ", ".join(graph.task_label(t) for t in moved[:MAX_NAMED_MOVES].tolist()) or "none"
+    if moved.size > MAX_NAMED_MOVES:
+        names += f" and {moved.size - MAX_NAMED_MOVES} more"
     parts = [_HEAD.format(title=html.escape(title)), f"<h1>{html.escape(title)}</h1>",
              f"<p class='note'>{moved.size} of {graph.n_tasks} tasks change node: {html.escape(names)}. "
-             "Throughput and latency are <b>predicted by the performance model</b> of docs/evaluation.md.</p>",
+             "Throughput and latency are <b>predicted by the performance model</b> of docs/evaluation.md, "
+             f"parameter set {html.escape(describe_params(model))}.</p>",
              _table(rows)]
     if graph.n_tasks > MAX_PICTURE_TASKS:
         parts.append(f"<p>{graph.n_tasks} tasks: too many to draw (limit {MAX_PICTURE_TASKS}).</p>")
