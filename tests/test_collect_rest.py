@@ -168,6 +168,14 @@ def test_storm_ui_intervals_by_hand_and_a_worker_restart(storm_server, tmp_path)
     assert sum(v for (s, d), v in pairs.items() if d == 18) == pytest.approx(0.5 * 130720)
     assert sum(v for (s, d), v in pairs.items() if d == 17) == pytest.approx(186760)
 
+    # The metrics consumer's executor disappears from the UI (rebalanced away): reported.
+    storm_server.state["docs"] = storm_reading(lambda r: 4, lambda r: r["uptimeSeconds"] + 1800)
+    metrics = "__metricsorg.apache.storm.metric.LoggingMetricsConsumer"
+    storm_server.state["docs"][ui_rest.component_file(metrics)]["executorStats"] = []
+    side = StormUICollector(storm_server.url, TOPOLOGY_ID, out, clock=lambda: 2800.0).poll()
+    gone = [r for r in side["resets"] if r["reason"].startswith("gone")]
+    assert [r["executor"] for r in gone] == [f"{metrics}[4-4]"]
+
 
 def test_a_kill_after_the_state_save_writes_each_chunk_once(storm_server, tmp_path, monkeypatch):
     clock = iter([0.0, 600.0, 1200.0])

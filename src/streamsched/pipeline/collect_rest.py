@@ -20,7 +20,8 @@ counts into task pairs and busy cores exactly as ``read-engine`` does from a cap
 (its worker restarted) or a Flink subtask with a new attempt counts from zero: the interval
 gets what it counted since its restart. An executor or subtask that has no previous reading and
 ran longer than the interval cannot be split: it counts nothing this interval and is
-differenced from the next poll on. Each case is listed in the chunk's sidecar (``resets``) and
+differenced from the next poll on. A Storm executor the UI no longer reports (rebalanced, its
+worker died) counted something since the last reading that is lost with it. Each case is listed in the chunk's sidecar (``resets``) and
 printed by the command; a rescaled Flink job (the vertices' parallelism changed) falls back to
 Flink's 60 s meters, as the reader does, with its warning.
 
@@ -205,6 +206,12 @@ def storm_interval(previous: ui_rest.StormUIData, current: ui_rest.StormUIData,
                 resets.append({"executor": label, "host": e.host, "port": e.port, "reason": why,
                                "counted": "nothing (it ran longer than the interval); from the next poll on"})
         executors.append(replace(e, uptime_s=seconds, capacity=None, **delta))
+    now = {(e.component, e.start, e.end) for e in current.executors}
+    for (component, start, end), e in before.items():
+        if (component, start, end) not in now:
+            resets.append({"executor": f"{component}[{start}-{end}]", "host": e.host, "port": e.port,
+                           "reason": "gone (rebalanced, or its worker died)",
+                           "counted": "nothing since the previous reading (the UI no longer reports it)"})
     executed_now: dict[str, float] = {}
     executed_delta: dict[str, float] = {}
     for e, d in zip(current.executors, executors):
