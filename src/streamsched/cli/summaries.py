@@ -56,7 +56,7 @@ def placement_lines(graph: TaskGraph, nodes: Cluster, placement: Placement, metr
     lines.append(f"  inter-worker traffic  {num(metrics['inter_worker_traffic'], 'tuples/s')}  "
                  f"({pct(metrics['inter_worker_traffic'], total)})")
     lines.append(f"  load imbalance {num(metrics['load_imbalance'])}, capacity imbalance "
-                 f"{num(metrics['capacity_imbalance'])}, busiest node at {100 * metrics['max_utilisation']:.0f} % "
+                 f"{num(metrics['capacity_imbalance'])}, busiest node at {pct(metrics['max_utilisation'] or 0.0, 1.0)} "
                  "of its capacity")
     if "status" in meta:
         lines.append(f"  solver: {meta['status']}"
