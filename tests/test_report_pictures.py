@@ -209,9 +209,13 @@ def test_before_after_outlines_exactly_the_moved_tasks():
     node[[2, 7, 11]] = (node[[2, 7, 11]] + 1) % cluster.n_nodes  # moved
     worker[[3, 4]] += 1  # another worker on the same node: not moved
     after = Placement.build(node, worker)
+    running = before.node_of.copy()
+    running[5] = -1  # task 5 is new in the running topology: the re-plan places it, it does not move
+    before = Placement.build(running, before.worker_of)
     text = pictures.svg(pictures.before_after(graph, cluster, before, after, prefix="r-"))
     assert outlined_in_red(text, "r-before-") == {2, 7, 11}
     assert outlined_in_red(text, "r-after-") == {2, 7, 11}
+    assert re.search(r'<g id="r-before-node-label--1">\s*<text[^>]*>new<', text)  # a box of the new tasks
     assert len(re.findall(r'id="r-after-task-box-\d+"', text)) == graph.n_tasks
     assert label_problems(pictures.before_after(graph, cluster, before, after)) == []
 

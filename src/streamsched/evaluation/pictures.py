@@ -227,7 +227,8 @@ def _grid(grouped, cluster: Cluster, labels: dict[int, str], width: float, font:
                 tasks.append((t, tx, ty, cell_w, cell_h, shorten(labels[t], font, cell_w - 0.8 * font)))
             wy += wh + wpad
         node_h = wy - y - wpad + pad
-        nodes.append((k, x, y, node_w, node_h, shorten(cluster.nodes[k].name, head_font, node_w - 2 * pad, bold=True)))
+        header = cluster.nodes[k].name if k >= 0 else "new"
+        nodes.append((k, x, y, node_w, node_h, shorten(header, head_font, node_w - 2 * pad, bold=True)))
         row_h = max(row_h, node_h)
     return _NodeViewLayout(width, y + row_h + gap, font, nodes, workers, tasks)
 
@@ -260,7 +261,8 @@ def draw_node_view(ax, graph: TaskGraph, cluster: Cluster, layout: _NodeViewLayo
     colours = node_colours(cluster.n_nodes)
     f = layout.font
     for k, x, y, w, h, header in layout.nodes:
-        ax.add_artist(Rectangle((x, y), w, h, facecolor=_light(colours[k]), edgecolor=colours[k], linewidth=0.8,
+        colour = colours[k] if k >= 0 else "#7f7f7f"  # k = -1: tasks a re-plan places for the first time
+        ax.add_artist(Rectangle((x, y), w, h, facecolor=_light(colour), edgecolor=colour, linewidth=0.8,
                                clip_on=False, gid=f"{prefix}node-box-{k}"))
         ax.text(x + 0.6 * f, y + 0.6 * f + 0.85 * f, header, fontsize=1.1 * f, weight="bold", va="center",
                 clip_on=False, gid=f"{prefix}node-label-{k}")
