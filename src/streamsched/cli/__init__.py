@@ -6,27 +6,29 @@ schedulers of a ``compare`` failed while the others' rows were written).
 native libraries (METIS, KaHIP, solvers) printed: :mod:`streamsched.native_output` keeps that
 off stdout.
 
-Topic modules (``streamsched.cli.<topic>``) add their commands to :data:`.app.app`.
+Topic modules (``streamsched.cli.<topic>``) add their commands to :data:`.app.app` when
+:func:`main` first runs: ``run`` first starts the Spark session of a Spark command in the
+background (:mod:`.spark_start`), so that the JVM starts while the command modules load.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
 import typer
 from typer.exceptions import Abort, TyperException
 
-# Topic modules register their commands on import.
-from streamsched.cli import core  # noqa: F401
-from streamsched.cli import costs  # noqa: F401
-from streamsched.cli import edge  # noqa: F401
-from streamsched.cli import engines  # noqa: F401
-from streamsched.cli import evaluation  # noqa: F401
-from streamsched.cli import optimal  # noqa: F401
-from streamsched.cli import pipeline  # noqa: F401
 from streamsched.cli.app import app, err_console
+from streamsched.cli import spark_start
 from streamsched.errors import StreamschedError
+
+#: The modules that add commands to :data:`.app.app` (imported by :func:`load_commands`).
+TOPICS = ("core", "costs", "edge", "engines", "evaluation", "optimal", "pipeline")
+#: The topic of the commands that are worth loading alone (those of the monitoring pipeline:
+#: the others' matplotlib, solvers and engine readers take a second to import).
+COMMAND_TOPIC = {name: "pipeline" for name in ("gen-metrics", "ingest", "watch", "export", "pipeline-demo", "collect")}
 
 #: Name of the stderr handler ``--verbose`` adds to the ``streamsched`` logger.
 VERBOSE_HANDLER = "streamsched-verbose"
@@ -53,6 +55,19 @@ def set_verbose(verbose: bool) -> None:
     logger.setLevel(logging.DEBUG if verbose else logging.NOTSET)
 
 
+def load_commands(command: str | None) -> None:
+    """Import the topic module of ``command`` (:data:`COMMAND_TOPIC`), or every topic module
+    when the command is not listed there or not found in its module (``--help``, a typo)."""
+    topic = COMMAND_TOPIC.get(command or "")
+    if topic is not None:
+        importlib.import_module(f"streamsched.cli.{topic}")
+        names = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
+        if command in names | {g.name for g in app.registered_groups}:
+            return
+    for name in TOPICS:
+        importlib.import_module(f"streamsched.cli.{name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code instead of exiting (also used by the tests).
 
@@ -61,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     what the operating system refused (a missing output directory, a directory given as a file:
     exit 2, naming the path).
     """
+    args = sys.argv[1:] if argv is None else argv
+    load_commands(spark_start.command_of(args)[0])
     try:
-        result = app(args=argv, prog_name="streamsched", standalone_mode=False)
+        result = app(args=args, prog_name="streamsched", standalone_mode=False)
     except TyperException as exc:  # usage errors: typer's (vendored click) exceptions
         context = getattr(exc, "ctx", None)
         hint = f" (see `{context.command_path} --help`)" if context is not None else ""
@@ -87,4 +104,10 @@ def _fail(message: str, code: int) -> int:
 
 
 def run() -> None:
-    sys.exit(main())
+    """The console script: a Spark command's session starts before the command modules load."""
+    argv = sys.argv[1:]
+    command, _ = spark_start.command_of(argv)
+    if command in spark_start.SPARK_COMMANDS:
+        set_verbose("--verbose" in argv[:argv.index(command)])  # Spark's log level depends on it
+    spark_start.start_early(argv)
+    sys.exit(main(argv))

@@ -26,10 +26,18 @@ StoreOpt = typer.Option(..., "--store", help="snapshot store directory")
 
 
 def _spark(master: str):
-    from streamsched.pipeline.session import spark_session
+    """The session :mod:`.spark_start` started while the command line was read, or a new one."""
+    from streamsched.cli import spark_start
 
     with err_console.status(f"starting Spark ({master})"):
-        return spark_session(master)
+        return spark_start.session(master)
+
+
+def _progress_line(state: dict) -> None:
+    """One line on stderr (stdout stays the report, JSON with ``--json``)."""
+    files = f"{state['files_read']}/{state['files']} files read, " if state["files"] else ""
+    err_console.print(f"ingest: {state['step']}: {files}{state['rows_read']:,} rows, {state['elapsed_s']:.1f} s",
+                      highlight=False, soft_wrap=True)
 
 
 def _print(data, as_json: bool) -> None:
@@ -97,6 +105,8 @@ def ingest(
     master: str = MasterOpt,
     as_json: bool = typer.Option(False, "--json", help="print the run report as JSON"),
     force: bool = typer.Option(False, "--force", help="ingest again files already ingested (same contents, window)"),
+    progress_every: float = typer.Option(
+        5.0, "--progress-every", help="a progress line on stderr every this many seconds (0: none)"),
 ) -> None:
     """Batch ingest: validate (quarantine, nothing lost), aggregate rates, write snapshots."""
     from streamsched.pipeline import ingest as pipeline_ingest
@@ -114,7 +124,9 @@ def ingest(
     if earlier is not None:
         report = {**earlier, "reused": True}
     else:
-        report = pipeline_ingest.ingest(_spark(master), paths, store, window_spec, options, fmt, force=force)
+        report = pipeline_ingest.ingest(_spark(master), paths, store, window_spec, options, fmt, force=force,
+                                        progress=_progress_line if progress_every > 0 else None,
+                                        progress_every_s=progress_every or 5.0)
     if report.get("reused"):
         err_console.print(f"already ingested (run {report['run_id']}, same file contents and window): "
                           f"reusing its snapshot; --force ingests again")

@@ -20,12 +20,13 @@ import contextlib
 import json
 import math
 import shutil
+import threading
 import time
 import uuid
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -71,6 +72,41 @@ class Window:
         return {"kind": "sliding", "seconds": self.seconds, "start": end - self.seconds, "end": end}
 
 
+# --------------------------------------------------------------------------- progress
+class Progress:
+    """What a long ingest has done so far, handed to ``report`` every ``every_s`` seconds from a
+    background thread, and once more at the end: ``step`` (``loads``, ``traffic``,
+    ``snapshots``, ``done``), ``files`` (native files), ``files_read`` and ``rows_read`` (of
+    those; counted by Spark accumulators, which grow as the read tasks end), ``elapsed_s``."""
+
+    def __init__(self, spark: SparkSession, report: Callable[[dict[str, Any]], None], every_s: float, files: int):
+        self.report, self.every_s, self.files = report, every_s, files
+        self.files_read = spark.sparkContext.accumulator(0)
+        self.rows_read = spark.sparkContext.accumulator(0)
+        self.step = "loads"
+        self.started = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="ingest-progress", daemon=True)
+        self._thread.start()
+
+    def state(self) -> dict[str, Any]:
+        return {"step": self.step, "files": self.files, "files_read": self.files_read.value,
+                "rows_read": self.rows_read.value, "elapsed_s": time.perf_counter() - self.started}
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.report(self.state())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def finish(self, rows_read: int) -> None:
+        """The last report: ``step`` ``done``, the run's rows read (of every source)."""
+        self.step = "done"
+        self.report({**self.state(), "rows_read": rows_read})
+
+
 # --------------------------------------------------------------------------- packing in Spark
 def _frame(df: DataFrame, **columns: Column) -> DataFrame:
     """``df`` as rows of :data:`BLOCK`: the given columns, the others null."""
@@ -78,10 +114,11 @@ def _frame(df: DataFrame, **columns: Column) -> DataFrame:
                        else F.lit(None).cast(f.dataType).alias(f.name) for f in BLOCK.fields])
 
 
-def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.Options) -> DataFrame:
+def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.Options,
+            progress: Progress | None = None) -> DataFrame:
     """Native files read into blocks by :func:`.blocks.read_blocks`, in two Spark tasks per core
     (each a Python worker to feed; a task costs a few tenths of a second to start), the files
-    dealt largest first to the least loaded task."""
+    dealt largest first to the least loaded task; ``progress`` counts the files and records."""
     tasks = min(len(files), 2 * spark.sparkContext.defaultParallelism)
     share: list[list[str]] = [[] for _ in range(tasks)]
     size = [0] * tasks
@@ -91,12 +128,18 @@ def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.
         size[k] += f.stat().st_size
 
     time_range = options.time_range  # not ``options``: the tasks would import .sources (and Spark SQL)
+    files_read, rows_read = (progress.files_read, progress.rows_read) if progress is not None else (None, None)
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for paths in batch.column("paths").to_pylist():
                 for path in paths:
-                    yield from read_blocks(path, kind, time_range)
+                    for block in read_blocks(path, kind, time_range):
+                        if rows_read is not None and block.column("part")[0].as_py() == "count":
+                            rows_read.add(block.column("rows")[0].as_py())
+                        yield block
+                    if files_read is not None:
+                        files_read.add(1)
 
     rows = spark.sparkContext.parallelize([(paths,) for paths in share], tasks).toDF("paths array<string>")
     return rows.mapInArrow(read, BLOCK)
@@ -282,8 +325,10 @@ def _check_storm_files(counts: pa.Table) -> None:
 # --------------------------------------------------------------------------- the run
 def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window = Window(),
            options: sources.Options | None = None, fmt: str | None = None,
-           default_load: float | None = 1.0, force: bool = False) -> dict[str, Any]:
+           default_load: float | None = 1.0, force: bool = False,
+           progress: Callable[[dict[str, Any]], None] | None = None, progress_every_s: float = 5.0) -> dict[str, Any]:
     """Read, validate, aggregate and snapshot ``paths``; returns (and stores) the run report.
+    ``progress`` gets a :class:`Progress` state every ``progress_every_s`` seconds and at the end.
 
     Files already ingested (same content hashes, same window and options) are not ingested
     again: the earlier run's report comes back with ``reused`` set, unless ``force``.
@@ -292,7 +337,7 @@ def ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, wind
     cores (tasks without a load sample, the spouts, get the median measured load) and the other
     sources ``tasks`` (tasks without a sample get ``default_load``)."""
     with python_workers(spark):
-        return _ingest(spark, paths, store, window, options, fmt, default_load, force)
+        return _ingest(spark, paths, store, window, options, fmt, default_load, force, progress, progress_every_s)
 
 
 def _input_key(groups: dict[str, list[Path]], window: Window, options: sources.Options, fmt: str | None,
@@ -311,8 +356,8 @@ def already_ingested(paths: list[str | Path], store: str | Path, window: Window 
                                            fmt, default_load))
 
 
-def _frames(spark: SparkSession, groups: dict[str, list[Path]],
-            options: sources.Options) -> tuple[list[DataFrame], list[DataFrame], list[DataFrame]]:
+def _frames(spark: SparkSession, groups: dict[str, list[Path]], options: sources.Options,
+            progress: Progress | None = None) -> tuple[list[DataFrame], list[DataFrame], list[DataFrame]]:
     """(load frames, traffic frames, declared tasks) of every input format, as :data:`BLOCK`
     rows (blocks, rejected rows, counts) and (topology, task, operator) rows."""
     load_frames: list[DataFrame] = []
@@ -321,7 +366,7 @@ def _frames(spark: SparkSession, groups: dict[str, list[Path]],
     for name, files in groups.items():
         if name in ("native-traffic", "native-load"):
             kind = name.split("-")[1]
-            (traffic_frames if kind == "traffic" else load_frames).append(_native(spark, files, kind, options))
+            (traffic_frames if kind == "traffic" else load_frames).append(_native(spark, files, kind, options, progress))
         elif name == "aniello-traffic":
             rows = sources.read_aniello(spark, files, name, options).records
             traffic_frames += _records(rows, counted=False)
@@ -359,7 +404,8 @@ def _frames(spark: SparkSession, groups: dict[str, list[Path]],
 
 def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, window: Window,
             options: sources.Options | None, fmt: str | None, default_load: float,
-            force: bool = False) -> dict[str, Any]:
+            force: bool = False, report_progress: Callable[[dict[str, Any]], None] | None = None,
+            progress_every_s: float = 5.0) -> dict[str, Any]:
     options = options or sources.Options()
     started = time.perf_counter()
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
@@ -373,7 +419,28 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
         for f in groups.get(name, []):
             check_header(f, name.split("-")[1])
     merge_window = MergeWindow(window.seconds, window.half_life_s, window.end)
-    load_frames, traffic_frames, tasks = _frames(spark, groups, options)
+    progress = None
+    if report_progress is not None:
+        native = sum(len(groups.get(name, [])) for name in ("native-traffic", "native-load"))
+        progress = Progress(spark, report_progress, progress_every_s, native)
+    try:
+        report = _run(spark, groups, store, window, options, merge_window, progress, default_load, load_unit,
+                      run_id, started, paths)
+    finally:
+        if progress is not None:
+            progress.stop()
+    if progress is not None:
+        progress.finish(report["rows_read"])
+    record_ingested(store, key, report)
+    return {**report, "reused": False}
+
+
+def _run(spark: SparkSession, groups: dict[str, list[Path]], store: str | Path, window: Window,
+         options: sources.Options, merge_window: MergeWindow, progress: Progress | None,
+         default_load: float | None, load_unit: str, run_id: str, started: float,
+         paths: list[str | Path]) -> dict[str, Any]:
+    """The Spark jobs, the checks of the accounting, the snapshots and the run report."""
+    load_frames, traffic_frames, tasks = _frames(spark, groups, options, progress)
     work = claim_tmp(store, run_id)
     try:
         declared_rows = [(r["topology"], int(r["task"]), r["operator"])
@@ -388,6 +455,8 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
         for topo, task, _ in declared_rows:
             declared.setdefault(topo, set()).add(task)
         if traffic_frames:
+            if progress is not None:
+                progress.step = "traffic"
             _merge(traffic_frames, merge_window, declared, work)
         small = pa.concat_tables([_written(work, part, tagged=True) for part in ("summary", "count")])
         quarantine_path = None
@@ -433,6 +502,8 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
                  if r == "note"]
         raise InputError(f"no traffic between tasks in {', '.join(map(str, paths))} ({why})"
                          + (f": {'; '.join(sorted(set(notes)))}" if notes else ""))
+    if progress is not None:
+        progress.step = "snapshots"
     task_rows = [{"topology": t, "task": k, "operator": o} for t, k, o in sorted(set(declared_rows), key=str)]
     snapshots = []
     source_files = sorted(str(f) for files in groups.values() for f in files)
@@ -460,5 +531,4 @@ def _ingest(spark: SparkSession, paths: list[str | Path], store: str | Path, win
         "wall_time_s": time.perf_counter() - started,
     }
     write_run_report(store, run_id, report)
-    record_ingested(store, key, report)
-    return {**report, "reused": False}
+    return report
