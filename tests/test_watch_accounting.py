@@ -14,6 +14,7 @@ import pytest
 
 from streamsched.pipeline.store import list_snapshots, load_snapshot, read_manifest
 from streamsched.pipeline.watch import Watch, balanced
+from test_collect_rest import TOPOLOGY_ID, storm_reading, storm_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.spark
 
@@ -263,3 +264,29 @@ def test_a_restarted_watch_weighs_the_next_window_against_the_running_assignment
     assert decisions[1]["moved"] == 0 and decisions[1]["traffic_current"] == decisions[0]["traffic_proposed"]
     assert len(list((store / "assignments").glob("*.placement.json"))) == 1
     assert "resumed 'app' from" in capsys.readouterr().err
+
+
+def test_storm_ui_collector_chunks_feed_watch_and_ingest_in_cores(spark_small, storm_server, tmp_path):
+    """REST collector -> chunks -> watch (and batch ingest), loads in cores: a window holding one
+    10-minute interval has the hand-computed pair rate and busy cores of the Storm UI fixture."""
+    from streamsched.pipeline.collect_rest import StormUICollector
+    from streamsched.pipeline.ingest import Window, ingest
+    from streamsched.pipeline.sources import Options
+
+    base = 1_700_000_400  # a multiple of 600: readings at base + 300 + 600 k
+    chunks, store = tmp_path / "chunks", tmp_path / "store"
+    for k in range(1, 5):
+        storm_server.state["docs"] = storm_reading(lambda r, k=k: k, lambda r, k=k: r["uptimeSeconds"] + 600 * k)
+        StormUICollector(storm_server.url, TOPOLOGY_ID, chunks, clock=lambda k=k: base - 300 + 600.0 * k).poll()
+    report = Watch(spark_small, chunks, store, _Recorder(), window_s=600,
+                   options=Options(load_unit="cores")).run(available_now=True)
+    _balanced_windows(report)
+    assert report["rows_quarantined"] == {} and len(report["snapshots"]) == 2
+    batch = ingest(spark_small, [chunks], tmp_path / "batch", Window(seconds=600, end=base + 1200),
+                   Options(load_unit="cores"))
+    for graph in (load_snapshot(report["snapshots"][0]), load_snapshot(batch["snapshots"][0])):
+        assert graph.load_unit == "cores" and graph.name == "wordcount"
+        ids = graph.task_ids.tolist()
+        rate = {(ids[s], ids[d]): r for s, d, r in zip(graph.src.tolist(), graph.dst.tolist(), graph.rate.tolist())}
+        assert rate[(25, 17)] == pytest.approx(300000 / 1400400 * 186760 / 600)
+        assert graph.load[ids.index(17)] == pytest.approx(186760 * 0.350 / 1000 / 600)
