@@ -5,8 +5,8 @@ The only package of streamsched that imports pyspark, and only in the modules th
 :mod:`.sweep`). It imports no scheduler: placing a snapshot is the caller's (the CLI,
 :mod:`streamsched.demo`). Reading native files, the row checks, packing and merging
 (:mod:`.native_reader`, :mod:`.row_checks`, :mod:`.blocks`, :mod:`.merge`), the snapshot store, the
-synthetic generator, the re-planning rule and the engine exports are plain Python, so they load
-without a JVM. Entry points:
+synthetic generator, the collectors (:mod:`.collect`, :mod:`.collect_rest`), the re-planning
+rule and the engine exports are plain Python, so they load without a JVM. Entry points:
 
 - :func:`streamsched.pipeline.ingest.ingest`: batch ingest of files into a snapshot store;
 - :func:`streamsched.pipeline.watch.watch`: Structured Streaming over a directory of arriving files;
