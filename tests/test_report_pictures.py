@@ -133,6 +133,15 @@ def test_node_view_labels_stay_inside_their_boxes_and_clear_of_each_other(name, 
     assert not any(intersects(a, b) for i, a in enumerate(node_boxes) for b in node_boxes[:i])
     task_boxes = [b for g, b in boxes.items() if g.startswith("task-box-")]
     assert not any(intersects(a, b) for i, a in enumerate(task_boxes) for b in task_boxes[:i])
+    # a node's "sent to other nodes" figure, where shown, is its share of the inter-node traffic
+    cut = node[graph.src] != node[graph.dst]
+    shown = {int(g.rsplit("-", 1)[1]): text for g, text in texts.items() if g.startswith("node-out-label-")}
+    for k, text in shown.items():
+        number, unit = re.fullmatch(r"([\d.]+)([kMG]?)/s out", text).groups()
+        sent = graph.rate[cut & (node[graph.src] == k)].sum()
+        assert float(number) * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}[unit] == pytest.approx(sent, rel=5e-3)
+    if name == "wordcount (hot fields key)":
+        assert len(shown) == np.unique(node[graph.src[cut]]).size  # room for every one
 
 
 @pytest.mark.parametrize("name, graph, cluster, placement", CASES, ids=[c[0] for c in CASES])

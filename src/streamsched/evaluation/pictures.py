@@ -153,7 +153,7 @@ class _NodeViewLayout:
     width: float
     height: float
     font: float
-    nodes: list  # (node, x, y, w, h, header)
+    nodes: list  # (node, x, y, w, h, header, outgoing: "" when it does not fit beside the header)
     workers: list  # (node, worker, x, y, w, h, header)
     tasks: list  # (task, x, y, w, h, label)
 
@@ -184,22 +184,35 @@ def node_view_layout(graph: TaskGraph, cluster: Cluster, placement: Placement,
     """
     grouped = _grouped_tasks(graph, placement)
     labels = {t: graph.task_label(t) for t in range(graph.n_tasks)}
+    node = placement.node_of
+    leaving = (node[graph.src] != node[graph.dst]) & (node[graph.src] >= 0) & (node[graph.dst] >= 0)
+    sent = np.bincount(node[graph.src][leaving], weights=graph.rate[leaving], minlength=cluster.n_nodes)
+    outgoing = {k: f"{rate_text(sent[k])}/s out" for k in grouped if k >= 0 and sent[k] > 0}
     widest = max(labels.values(), key=lambda s: text_width(s, 10)) if labels else ""
     best = None
     for font in np.arange(LABEL_FONT_MAX, LABEL_FONT_MIN - 1e-9, -0.5).tolist():
         for columns in range(1, min(len(grouped), 8) + 1):
-            layout = _grid(grouped, cluster, labels, width, font, columns, text_width(widest, font))
+            layout = _grid(grouped, cluster, labels, outgoing, width, font, columns, text_width(widest, font))
             if layout is not None and (best is None or layout.height < best.height):
                 best = layout
         if best is not None:
             return best
-    return _grid(grouped, cluster, labels, width, LABEL_FONT_MIN, 1, None)
+    return _grid(grouped, cluster, labels, outgoing, width, LABEL_FONT_MIN, 1, None)
 
 
-def _grid(grouped, cluster: Cluster, labels: dict[int, str], width: float, font: float, columns: int,
-          label_width: float | None) -> _NodeViewLayout | None:
+def rate_text(rate: float) -> str:
+    """A rate in three significant digits with k/M/G for thousands: 950, 12.3k, 4.5M."""
+    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if rate >= factor:
+            return f"{rate / factor:.3g}{suffix}"
+    return f"{rate:.3g}"
+
+
+def _grid(grouped, cluster: Cluster, labels: dict[int, str], outgoing: dict[int, str], width: float, font: float,
+          columns: int, label_width: float | None) -> _NodeViewLayout | None:
     """The layout at one font and column count; None when a task label would not fit.
-    ``label_width`` None: cells take the whole worker width and labels are shortened to it."""
+    ``label_width`` None: cells take the whole worker width and labels are shortened to it.
+    A node's header is its name and, when both fit, the tuples/s it sends to other nodes."""
     pad, gap, wpad, tgap = 0.6 * font, font, 0.4 * font, 0.35 * font
     head_font, worker_font = 1.1 * font, 0.9 * font
     head_h, worker_head_h, cell_h = 1.7 * font, 1.5 * font, 2.0 * font
@@ -227,8 +240,11 @@ def _grid(grouped, cluster: Cluster, labels: dict[int, str], width: float, font:
                 tasks.append((t, tx, ty, cell_w, cell_h, shorten(labels[t], font, cell_w - 0.8 * font)))
             wy += wh + wpad
         node_h = wy - y - wpad + pad
-        header = cluster.nodes[k].name if k >= 0 else "new"
-        nodes.append((k, x, y, node_w, node_h, shorten(header, head_font, node_w - 2 * pad, bold=True)))
+        header = shorten(cluster.nodes[k].name if k >= 0 else "new", head_font, node_w - 2 * pad, bold=True)
+        out = outgoing.get(k, "")
+        if text_width(header, head_font, bold=True) + font + text_width(out, worker_font) > node_w - 2 * pad:
+            out = ""
+        nodes.append((k, x, y, node_w, node_h, header, out))
         row_h = max(row_h, node_h)
     return _NodeViewLayout(width, y + row_h + gap, font, nodes, workers, tasks)
 
@@ -260,12 +276,15 @@ def draw_node_view(ax, graph: TaskGraph, cluster: Cluster, layout: _NodeViewLayo
     the task's traffic (darkest = the busiest task), ``moved`` tasks outlined in red."""
     colours = node_colours(cluster.n_nodes)
     f = layout.font
-    for k, x, y, w, h, header in layout.nodes:
+    for k, x, y, w, h, header, out in layout.nodes:
         colour = colours[k] if k >= 0 else "#7f7f7f"  # k = -1: tasks a re-plan places for the first time
         ax.add_artist(Rectangle((x, y), w, h, facecolor=_light(colour), edgecolor=colour, linewidth=0.8,
                                clip_on=False, gid=f"{prefix}node-box-{k}"))
         ax.text(x + 0.6 * f, y + 0.6 * f + 0.85 * f, header, fontsize=1.1 * f, weight="bold", va="center",
                 clip_on=False, gid=f"{prefix}node-label-{k}")
+        if out:
+            ax.text(x + w - 0.6 * f, y + 0.6 * f + 0.85 * f, out, fontsize=0.9 * f, ha="right", va="center",
+                    color="#555555", clip_on=False, gid=f"{prefix}node-out-label-{k}")
     for k, wk, x, y, w, h, header in layout.workers:
         ax.add_artist(Rectangle((x, y), w, h, facecolor="white", edgecolor="#999999", linewidth=0.5,
                                clip_on=False, gid=f"{prefix}worker-box-{k}-{wk}"))

@@ -149,9 +149,10 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
     columns = [(f"{chart_title} ({unit})", [_number(r.get(key)) for r in rows]) for key, chart_title, unit in CHARTS]
     parts.append(_figure(svg(metric_bars(names, columns, prefix="charts-")), "charts of every metric", "chart"))
     parts.append("</div><h2>Placements</h2><p class='note'>Per placement: the used nodes (boxes in the node's "
-                 "colour) with their workers and tasks, a task shaded darker the more tuples/s it sends and "
-                 "receives; the task x task traffic ordered by node (traffic outside the diagonal blocks crosses "
-                 "nodes); every node's placed load and predicted CPU and network use as a share of its capacity.</p>")
+                 "colour, headed by the tuples/s the node sends to other nodes) with their workers and tasks, a "
+                 "task shaded darker the more tuples/s it sends and receives; the task x task traffic ordered by "
+                 "node (traffic outside the diagonal blocks crosses nodes); every node's placed load and "
+                 "predicted CPU and network use as a share of its capacity.</p>")
     drawn: dict[tuple[bytes, bytes], str] = {}
     for index, outcome in enumerate(outcomes):
         name = outcome.row["scheduler"]
