@@ -19,7 +19,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.font_manager import FontProperties  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
@@ -110,12 +112,19 @@ _SVG_STYLE = {"svg.hashsalt": "streamsched", "svg.fonttype": "none",
               "font.sans-serif": ["DejaVu Sans", "Bitstream Vera Sans"]}
 
 
-def svg(fig) -> str:
+def _new_figure(width: float, height: float) -> Figure:
+    """A figure of ``width`` x ``height`` points outside pyplot (no global registry to close),
+    on an Agg canvas for measuring; :func:`svg` writes it."""
+    fig = Figure(figsize=(width / 72, height / 72))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def svg(fig: Figure) -> str:
     """The figure as an SVG document (text as text, deterministic ids, no date)."""
     buffer = io.StringIO()
     with plt.rc_context(_SVG_STYLE):
         fig.savefig(buffer, format="svg", metadata={"Date": None})
-    plt.close(fig)
     return buffer.getvalue()
 
 
@@ -309,7 +318,7 @@ def node_view(graph: TaskGraph, cluster: Cluster, placement: Placement, prefix: 
               moved: Sequence[int] = ()):
     """One placement as nodes holding workers holding tasks (a Figure, one unit per point)."""
     layout = node_view_layout(graph, cluster, placement)
-    fig = plt.figure(figsize=(layout.width / 72, layout.height / 72))
+    fig = _new_figure(layout.width, layout.height)
     ax = _points_axes(fig, 0, 0, layout.width, layout.height, layout.width, layout.height)
     draw_node_view(ax, graph, cluster, layout, prefix, moved)
     return fig
@@ -328,7 +337,7 @@ def before_after(graph: TaskGraph, cluster: Cluster, before: Placement, after: P
     title_h, gap = 16.0, 12.0
     fig_w = sum(lay.width for lay in layouts) + gap
     fig_h = title_h + max(lay.height for lay in layouts)
-    fig = plt.figure(figsize=(fig_w / 72, fig_h / 72))
+    fig = _new_figure(fig_w, fig_h)
     titles = ("before (running)", f"after (re-planned): {len(moved)} of {graph.n_tasks} tasks moved (red)")
     x = 0.0
     for side, layout, title in zip(("before-", "after-"), layouts, titles):
@@ -358,7 +367,7 @@ def traffic_and_load(graph: TaskGraph, cluster: Cluster, placement: Placement,
     heat = min(heat, width - left - 6)
     bars_top = 18 + heat + 34
     fig_h = bars_top + bar_row * cluster.n_nodes + 22
-    fig = plt.figure(figsize=(width / 72, fig_h / 72))
+    fig = _new_figure(width, fig_h)
     ax = _points_axes(fig, 0, 0, width, fig_h, width, fig_h)
     if graph.n_tasks <= MAX_PICTURE_TASKS:
         order = np.lexsort((graph.task_rank, graph.task_operator, placement.worker_of, placement.node_of))
@@ -447,7 +456,7 @@ def tradeoff(rows: Sequence[dict], prefix: str = ""):
     needed = sum(len(lines) * line_h + 2 for _, lines in labels)
     plot_h = max(200.0, needed)
     fig_h = plot_h + 50
-    fig = plt.figure(figsize=(width / 72, fig_h / 72))
+    fig = _new_figure(width, fig_h)
     ax = fig.add_axes((45 / width, 32 / fig_h, plot_w / width, plot_h / fig_h))
     if not points:
         ax.text(0.5, 0.5, "no placement to show", ha="center", transform=ax.transAxes)
@@ -529,7 +538,7 @@ def metric_bars(names: Sequence[str], columns: Sequence[tuple[str, Sequence[floa
     head_h = max(len(h) for h in headings) * 1.45 * font + 6
     width = name_w + len(columns) * column_w
     fig_h = head_h + row_h * len(names) + 4
-    fig = plt.figure(figsize=(width / 72, fig_h / 72))
+    fig = _new_figure(width, fig_h)
     ax = _points_axes(fig, 0, 0, width, fig_h, width, fig_h)
     for r, name in enumerate(names):
         y = head_h + r * row_h
