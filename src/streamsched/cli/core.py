@@ -280,10 +280,12 @@ def compare(
              "strategies when the cluster has edge nodes (an edge strategy named on a cluster without any is skipped)"),
     param: Optional[list[str]] = ParamOpt,
     seed: int = typer.Option(0, "--seed", min=0),
-    as_json: bool = typer.Option(False, "--json", help="print {\"results\": [...]} as JSON"),
+    as_json: bool = typer.Option(False, "--json", help="print {\"sort_key\", \"verdict\", \"results\": [...]} as JSON"),
     report: Optional[Path] = typer.Option(None, "--report", help="also write an HTML report (charts, placement pictures, predicted throughput) with .csv/.json beside it"),
 ) -> None:
-    """Run several schedulers on one workload and cluster and compare them.
+    """Run several schedulers on one workload and cluster and compare them: rows ranked by
+    inter-node traffic (then predicted throughput), the best marked, and a verdict against even
+    on the model's default set (docs/evaluation.md, "compare: ranking and verdict").
 
     A scheduler that crashes, runs out of memory or times out gets a row with status ``error``
     and its reason; the other rows are printed and the exit code is 4. When no scheduler
