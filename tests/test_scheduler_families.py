@@ -99,9 +99,11 @@ def test_compare_all_on_a_cluster_without_edge_nodes_has_no_fallback_rows(capsys
 
 def test_an_edge_strategy_named_on_a_cluster_without_edge_nodes_is_skipped(capsys):
     rows = _compare_json(capsys, "-w", "diamond-12", "-c", "heterogeneous-10", "--schedulers", "topset,even")
-    assert rows[0] == {"scheduler": "topset", "status": "skipped",
-                       "reason": "needs nodes of kind 'edge'; cluster 'heterogeneous-10' has none"}
-    assert rows[1]["scheduler"] == "even" and rows[1]["valid"]
+    # ranked (comparison.rank): the placement first, the skipped row last, with no rank
+    assert rows[1] == {"scheduler": "topset", "status": "skipped",
+                       "reason": "needs nodes of kind 'edge'; cluster 'heterogeneous-10' has none",
+                       "rank": None, "best": False}
+    assert rows[0]["scheduler"] == "even" and rows[0]["valid"] and rows[0]["best"]
     capsys.readouterr()
     assert main(["compare", "-w", "diamond-12", "-c", "heterogeneous-10", "--schedulers", "topset"]) == 0
     assert "topset: skipped: needs nodes of kind 'edge'" in capsys.readouterr().err.replace("\n", " ")
