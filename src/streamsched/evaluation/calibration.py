@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -51,7 +51,10 @@ FREE: tuple[tuple[str, float, float, bool], ...] = (
 #: spouts, Storm's max spout pending; Fischer ran Storm 0.9 with acking on, V-B2).
 SETTINGS: dict[str, dict[str, Any]] = {
     "application": {}, "cpu-intensive": {}, "io-intensive": {"max_spout_pending": 1}, "acking": {"acking": True},
+    "application-throttled": {"max_spout_pending": 1},
 }
+#: The setting a throttled variant gives the application runs (:func:`throttled_variant`).
+THROTTLED = "application-throttled"
 QUANTITIES = ("throughput", "gain_pct", "gain_tps")
 UNITS = ("tuples/10s/task", "tuples/s", "%")
 #: Weight of the prior, per decade (log parameters) or per unit (utilisation), against log errors.
@@ -395,37 +398,33 @@ def ordering_pairs(measurements: Iterable[Measurement]) -> list[OrderingPair]:
     return pairs
 
 
-def throttled(case: Case) -> Case:
-    """The case with its application runs' spouts throttled as in the I/O-intensive setting
-    (max spout pending 1): the papers do not state the applications' spout limit."""
-    def swap(instance: Instance | None) -> Instance | None:
-        if instance is None or instance.setting != "application":
-            return instance
-        return Instance(instance.scheduler, instance.workload, instance.cluster, instance.scheduler_params,
-                        "io-intensive")
-
-    return Case(case.measurement, tuple((swap(a), swap(b)) for a, b in case.members))
+def throttled_variant(measurements: Iterable[Measurement], hardware: str) -> list[Measurement]:
+    """``hardware``'s modelled rows as the hardware ``<hardware>-throttled`` whose application
+    runs have their spouts throttled (max spout pending 1, :data:`THROTTLED`): the papers do not
+    state the applications' spout limit, so both readings are fitted."""
+    return [replace(m, hardware=f"{hardware}-throttled", setting=THROTTLED if m.setting == "application" else m.setting)
+            for m in measurements if m.modelled and m.hardware == hardware]
 
 
-def ordering_reproduced(pair: OrderingPair, params: ModelParams, throttle: bool = False) -> bool:
-    """Whether the model orders the pair as the paper does (strictly, every sweep member);
-    ``throttle``: with the application runs' spouts throttled (:func:`throttled`)."""
-    def value(case: Case) -> float:
-        return predicted(throttled(case) if throttle else case, params)
-
+def ordering_reproduced(pair: OrderingPair, params: ModelParams) -> bool:
+    """Whether the model orders the pair as the paper does (strictly, every sweep member)."""
     if pair.other is not None:
-        return value(cases(pair.row)[0]) > value(cases(pair.other)[0])
-    gains = [value(case) for case in cases(pair.row)]
+        return predicted(cases(pair.row)[0], params) > predicted(cases(pair.other)[0], params)
+    gains = [predicted(case, params) for case in cases(pair.row)]
     return all(g > 0 for g in gains) if pair.own_wins else all(g < 0 for g in gains)
 
 
 # ------------------------------------------------------------------ the whole calibration
 def calibrate(measurements: list[Measurement] | None = None, hold_out: bool = True,
-              free: Iterable[str] | None = None, progress=None) -> dict[str, Any]:
+              free: Iterable[str] | None = None, variants: Iterable[str] = (), progress=None) -> dict[str, Any]:
     """Fit every hardware's parameters on its modelled rows, the leave-one-experiment-out error
     of every row (its experiment's rows refitted without them, from the full fit and the prior),
-    the orderings per paper, and each set's error on the other hardware's rows. JSON-ready."""
+    the orderings per paper, and each set's error on the other hardware's rows. ``variants``:
+    hardware also fitted with the applications' spouts throttled (:func:`throttled_variant`);
+    ``free``: the parameters fitted (default: all of :data:`FREE`). JSON-ready."""
     measurements = measurements if measurements is not None else load_measurements()
+    for hardware in variants:
+        measurements = measurements + throttled_variant(measurements, hardware)
     prior = ModelParams()
     free = [name for name, *_ in _spec(free)]
     out: dict[str, Any] = {"free_parameters": free, "prior_weight": PRIOR_WEIGHT,
@@ -457,19 +456,19 @@ def calibrate(measurements: list[Measurement] | None = None, hold_out: bool = Tr
                     held.setdefault(c.measurement.line, []).append(log_error(c.measurement, value))
                     held_pred.setdefault(c.measurement.line, []).append(value)
         for c, err in zip(all_cases, full.errors):
-            entry = row_out.setdefault(c.measurement.line, {"line": c.measurement.line, "predicted": [],
-                                                            "error_pct": [], "log_error": []})
+            entry = row_out.setdefault((hardware, c.measurement.line), {"predicted": [], "error_pct": [],
+                                                                        "log_error": []})
             entry["predicted"].append(predicted(c, full.params))
             entry["log_error"].append(err)
             entry["error_pct"].append(error_pct(err))
         for line, errs in held.items():
-            row_out[line]["held_out_predicted"] = held_pred[line]
-            row_out[line]["held_out_log_error"] = errs
-            row_out[line]["held_out_error_pct"] = [error_pct(e) for e in errs]
+            row_out[(hardware, line)].update(held_out_predicted=held_pred[line], held_out_log_error=errs,
+                                             held_out_error_pct=[error_pct(e) for e in errs])
         in_sample = [abs(e) for e in full.errors]
         out_sample = [abs(e) for errs in held.values() for e in errs]
         out["sets"][hardware] = {
             "params": {name: getattr(full.params, name) for name in free},
+            "setting": SETTINGS[THROTTLED] if hardware.endswith("-throttled") else {},
             "papers": sorted({m.paper for m in rows}),
             "rows": len(rows), "cases": len(all_cases), "experiments": experiments,
             "cost": full.cost,
@@ -481,7 +480,7 @@ def calibrate(measurements: list[Measurement] | None = None, hold_out: bool = Tr
                  "hardware": m.hardware, "experiment": m.experiment, "setup": m.label(),
                  "setting": m.setting, "quantity": m.quantity, "unit": m.unit,
                  "measured": m.measured_text(), "modelled": m.modelled, "note": m.note}
-        entry.update(row_out.get(m.line, {}))
+        entry.update(row_out.get((m.hardware, m.line), {}))
         out["rows"].append(entry)
     out["orderings"] = orderings(measurements, fitted)
     out["transfer"] = {
@@ -493,26 +492,21 @@ def calibrate(measurements: list[Measurement] | None = None, hold_out: bool = Tr
 
 
 def orderings(measurements: list[Measurement], fitted: dict[str, ModelParams]) -> dict[str, Any]:
-    """Per paper: the ordering pairs it states and which the paper's hardware set reproduces,
-    as fitted and with the application runs' spouts throttled (a what-if, not a fit)."""
+    """Per paper and per fitted set holding its rows: the ordering pairs the paper states and
+    which the set reproduces."""
     result: dict[str, Any] = {}
     for paper in sorted({m.paper for m in measurements}):
-        rows = [m for m in measurements if m.paper == paper and m.modelled]
-        if not rows:
-            continue
-        params = fitted[rows[0].hardware]
-        details = []
-        for pair in ordering_pairs(rows):
-            m, (better, worse) = pair.row, pair.names()
-            where = f"{m.workload} on {m.cluster}".replace("{n}", "N")
-            details.append({"source": m.source, "setup": where, "setting": m.setting, "better": better,
-                            "worse": worse, "reproduced": ordering_reproduced(pair, params),
-                            "reproduced_throttled": ordering_reproduced(pair, params, throttle=True)})
-        done = sum(d["reproduced"] for d in details)
-        result[paper] = {"hardware": rows[0].hardware, "pairs": len(details), "reproduced": done,
-                         "all_reproduced": done == len(details),
-                         "reproduced_throttled": sum(d["reproduced_throttled"] for d in details),
-                         "details": details}
+        for hardware in sorted({m.hardware for m in measurements if m.paper == paper and m.modelled}):
+            rows = [m for m in measurements if m.paper == paper and m.hardware == hardware and m.modelled]
+            details = []
+            for pair in ordering_pairs(rows):
+                m, (better, worse) = pair.row, pair.names()
+                where = f"{m.workload} on {m.cluster}".replace("{n}", "N")
+                details.append({"source": m.source, "setup": where, "setting": m.setting, "better": better,
+                                "worse": worse, "reproduced": ordering_reproduced(pair, fitted[hardware])})
+            done = sum(d["reproduced"] for d in details)
+            result.setdefault(paper, {})[hardware] = {"pairs": len(details), "reproduced": done,
+                                                      "all_reproduced": done == len(details), "details": details}
     return result
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.optimize import brentq
 
 from streamsched.errors import InputError
 from streamsched.metrics import nodes_used
@@ -92,7 +93,7 @@ class ModelParams:
 CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "data" / "model_calibration.json"
 #: Workload settings of i-scheduler.txt section 6.1 applied to the default set: I/O-intensive
 #: runs throttle the spouts (Storm's max spout pending), CPU-intensive runs do not.
-SETTING_SETS = {"io-bound": {"max_spout_pending": 1}, "cpu-bound": {}}
+SETTING_SETS = {"io-bound": {"max_spout_pending": 1}, "cpu-bound": {"max_spout_pending": 0}}
 
 
 def _fitted_sets() -> tuple[dict[str, ModelParams], dict[str, str]]:
@@ -104,18 +105,20 @@ def _fitted_sets() -> tuple[dict[str, ModelParams], dict[str, str]]:
     sets: dict[str, ModelParams] = {}
     described: dict[str, str] = {}
     for name, entry in document["sets"].items():
-        sets[name] = ModelParams(**entry["params"])
+        sets[name] = ModelParams(**entry["params"]).with_(**entry.get("setting", {}))
         held = entry.get("held_out_error_pct") or {}
         error = (f"held-out error median {held['median']:.0f} %, mean {held['mean']:.0f} % over {held['n']} cells"
                  if held.get("n") else "no held-out error")
-        described[name] = (f"{name}: fitted on {', '.join(entry['papers'])} ({entry['cases']} cells); {error}")
+        throttled = "; spouts throttled, max spout pending 1" if entry.get("setting") else ""
+        described[name] = f"{name}: fitted on {', '.join(entry['papers'])} ({entry['cases']} cells{throttled}); {error}"
     default = document["default"]
     sets["default"] = sets[default]
     described["default"] = f"default = {described[default]}"
     for name, setting in SETTING_SETS.items():
         sets[name] = sets[default].with_(**setting)
-        described[name] = (f"{name} = {default} with max spout pending 1 (section 6.1 I/O-intensive)" if setting
-                           else f"{name} = {default} without spout throttling (section 6.1 CPU-intensive)")
+        described[name] = (f"{name} = {default} with max spout pending 1 (section 6.1 I/O-intensive)"
+                           if setting["max_spout_pending"] else
+                           f"{name} = {default} without spout throttling (section 6.1 CPU-intensive)")
     return sets, described
 
 
@@ -471,13 +474,13 @@ def predict(graph: TaskGraph, cluster: Cluster, placement: Placement,
 
 
 def _pending_fixed_point(graph, cluster, placement, dem, params, s_max, source_rate, n_sources) -> float:
-    """M9: the scale ``s`` with ``s * source_rate = pending * n_sources / tree_time(s)`` (bisection).
+    """M9: the scale ``s`` with ``s * source_rate = pending * n_sources / tree_time(s)`` (root finding).
 
     Storm holds a pending spout tuple until its whole tuple tree is acknowledged, so each
     pending slot is occupied by the tree's tuples; Little's law over those tuples gives the
     equation, with the tree time of :func:`latencies` (every branch of a fan-out counted). The
     left side grows with ``s`` and the right side falls (queueing grows with load), so the root
-    in ``(0, s_max)`` is unique.
+    in ``(0, s_max)`` is unique (Brent's method, bisection where the ends are infinite).
     """
     window = params.max_spout_pending * n_sources
 
@@ -488,8 +491,12 @@ def _pending_fixed_point(graph, cluster, placement, dem, params, s_max, source_r
         return s * source_rate - window / latency
 
     low, high = 0.0, s_max
-    if excess(high * (1 - 1e-9)) <= 0:
+    at_high = excess(high * (1 - 1e-9))
+    if at_high <= 0:
         return high * (1 - 1e-9)
+    at_low = excess(low)
+    if math.isfinite(at_low) and math.isfinite(at_high):  # Brent's method: ~10 latency passes, not 60
+        return brentq(excess, low, high * (1 - 1e-9), xtol=1e-12 * high, rtol=1e-9)
     for _ in range(60):
         if high - low <= 1e-9 * high:
             break
