@@ -79,6 +79,24 @@ def test_verdict_numbers_by_hand_on_two_chains():
     assert cautious["placement_matters"] is False and "placement hardly matters here" in cautious["text"]
 
 
+def test_a_placement_that_cuts_traffic_but_packs_one_node_is_predicted_slower():
+    """The two chains on two 2-core nodes of capacity 4. ``packed`` puts all four tasks on n0:
+    no traffic, but 4 x 2.7e9 cycles/s on 5.4e9 of supply, scale 0.5, throughput 100. ``even``
+    (crossing, two tasks a node) is limited at scale 2.7/2.97 (thread and node alike): 2000/11.
+    The verdict says so: 100 / (2000/11) - 1 = -45 %, packed's bottleneck the CPU of n0."""
+    graph, _, placements = _two_chains()
+    cluster = Cluster("pair", (Node("n0", capacity=4.0, slots=1, cores=2), Node("n1", capacity=4.0, slots=1, cores=2)))
+    placements = {"packed": Placement.build([0, 0, 0, 0], [0, 0, 0, 0]), "even": placements["even"]}
+    outcomes = [Outcome(placement_row(name, graph, cluster, p), p) for name, p in placements.items()]
+    add_predictions(outcomes, graph, cluster, HAND_MODEL)
+    rows = [o.row for o in rank_outcomes(outcomes)]
+    result = verdict(rows, error=0.05, preset="hand", error_source="test")
+    assert result["best"] == "packed" and result["throughput_tps"]["best"] == pytest.approx(100.0)
+    assert result["throughput_tps"]["change_pct"] == pytest.approx(-45.0)
+    assert result["text"].startswith("verdict: packed cuts traffic but is predicted slower than even: ")
+    assert "(-45.0 %" in result["text"] and "packed's bottleneck is cpu of n0 on 1 node, even's is" in result["text"]
+
+
 def _hot_key_graph() -> TaskGraph:
     """A skewed fields grouping (wordcount's shape, measured-style figures): 4 spout tasks feed
     4 count tasks; one key takes 70 % of the tuples, so count[0] carries a load of 3.6 (of a

@@ -181,5 +181,10 @@ def _text(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
         return (f"verdict: best is {name}: {said}; {throughput}: within the model's error, so no throughput "
                 f"gain over {BASELINE} can be claimed")
     return (f"verdict: {name} cuts traffic but is predicted slower than {BASELINE}: {said}; {throughput}. "
-            f"{name}'s bottleneck is {describe_bottleneck(str(best.get('bottleneck')))} on {best.get('nodes_used')} "
-            f"nodes, {BASELINE}'s is {describe_bottleneck(str(base.get('bottleneck')))} on {base.get('nodes_used')}")
+            f"{name}'s bottleneck is {describe_bottleneck(str(best.get('bottleneck')))} on {_nodes(best)}, "
+            f"{BASELINE}'s is {describe_bottleneck(str(base.get('bottleneck')))} on {_nodes(base)}")
+
+
+def _nodes(row: dict[str, Any]) -> str:
+    used = row.get("nodes_used")
+    return f"{used} node" + ("" if used == 1 else "s")
