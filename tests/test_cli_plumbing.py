@@ -259,3 +259,34 @@ def test_read_engine_and_edge_simulate_print_summaries_and_take_json(tmp_path, c
     assert code == 0
     summary = {row["strategy"]: row for row in json.loads(out)["summary"]}
     assert summary.keys() == {"topset", "cloud-only"} and summary["topset"]["intervals"] == 5
+
+
+# ------------------------------------------------------------------ watch and collect summaries
+def test_watch_summary_adds_up_its_report():
+    """watch's readable lines restate the report's accounting: read = accepted + quarantined +
+    dropped late (12 = 8 + 3 + 1), one line per window, one per decision."""
+    from streamsched.cli.summaries import watch_lines
+
+    report = {"rows_read": 12, "rows_accepted": 8, "rows_quarantined": {"bad_header": 2, "negative_count": 1},
+              "rows_dropped_late": 1, "assignments_emitted": 1, "windows_open": 1, "watermark": 1_700_000_020.0,
+              "windows": [{"end": 1_700_000_010.0, "read": 12, "accepted": 8, "dropped_late": 1,
+                           "quarantined": {"bad_header": 2, "negative_count": 1}, "snapshots": ["s/app/1"]}],
+              "decisions": [{"topology": "app", "why": "initial", "moved": 4, "improvement_pct": None,
+                             "emitted": True, "assignment": "a/app-1.placement.json"}]}
+    assert watch_lines(report) == [
+        "read 12 rows = 8 accepted + 3 quarantined (bad_header 2, negative_count 1) + 1 dropped late",
+        "  window ending 1,700,000,010: 12 read, 8 accepted, 3 quarantined, 1 late; snapshot s/app/1",
+        "  app: initial, 4 tasks moved: emitted a/app-1.placement.json",
+        "1 assignments emitted; 1 windows still open (watermark 1,700,000,020)"]
+
+
+def test_collect_log_once_prints_a_line_or_json(tmp_path, capsys):
+    log = tmp_path / "traffic.log"
+    log.write_text("ts,topology,src_task,dst_task,tuples,bytes\n1700000000,app,0,1,5,50\n1700000001,app,0")
+    code, out, _ = run(capsys, "collect", "log", str(log), "--out", str(tmp_path / "c"), "--once")
+    assert code == 0 and out.startswith(f"2 lines into chunks from {log}; next: line 3 at byte 67, chunk 2")
+    with log.open("a") as handle:
+        handle.write(",1,7,70\n")  # the half line completed
+    code, out, _ = run(capsys, "collect", "log", str(log), "--out", str(tmp_path / "c"), "--once", "--json")
+    document = json.loads(out)
+    assert code == 0 and document["lines"] == 1 and document["line"] == 4 and document["seq"] == 3

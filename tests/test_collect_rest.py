@@ -306,12 +306,17 @@ def test_flink_intervals_from_the_real_capture_and_a_restarted_subtask(flink_ser
 def test_cli_collect_storm_ui_once_and_bad_input(storm_server, tmp_path, capsys):
     out = tmp_path / "chunks"
     args = ["collect", "storm-ui", "--url", storm_server.url, "--topology-id", TOPOLOGY_ID, "--out", str(out)]
-    assert main(args + ["--once"]) == 0
+    assert main(args + ["--once", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"chunk": None, "next_seq": 1}
     storm_server.state["docs"] = storm_reading(lambda r: 2, lambda r: r["uptimeSeconds"] + 600)
-    assert main(args + ["--once"]) == 0
+    assert main(args + ["--once", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["next_seq"] == 2 and report["chunk"]["rows"] == 80
+    storm_server.state["docs"] = storm_reading(lambda r: 3, lambda r: r["uptimeSeconds"] + 1200)
+    assert main(args + ["--once"]) == 0  # without --json: one readable line
+    printed = capsys.readouterr()
+    assert re.fullmatch(r"chunk of 80 pairs over [0-9.]+ s \(0 counter resets\); next chunk 3\n", printed.out), printed
+    assert printed.err == ""
     assert main(args + ["--interval", "0"]) == 2
     assert main(["collect", "storm-ui", "--url", storm_server.url, "--topology-id", "gone-1-1", "--out",
                  str(tmp_path / "x"), "--once"]) == 2

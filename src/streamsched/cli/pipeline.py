@@ -16,7 +16,8 @@ from rich.console import Console
 from streamsched.cli.app import app, err_console
 from streamsched.cli.core import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, emit, load_cluster, load_graph,
                                   parse_params, read_placement)
-from streamsched.cli.summaries import demo_lines, generated_lines
+from streamsched.cli.summaries import (demo_lines, generated_lines, log_collected_lines, rest_collected_lines,
+                                       watch_lines)
 from streamsched.errors import InputError
 
 console = Console()
@@ -38,13 +39,6 @@ def _progress_line(state: dict) -> None:
     files = f"{state['files_read']}/{state['files']} files read, " if state["files"] else ""
     err_console.print(f"ingest: {state['step']}: {files}{state['rows_read']:,} rows, {state['elapsed_s']:.1f} s",
                       highlight=False, soft_wrap=True)
-
-
-def _print(data, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(data, indent=1, default=str))
-    else:
-        console.print_json(data=data, default=str)
 
 
 @app.command("gen-metrics")
@@ -161,6 +155,7 @@ def watch(
     load_unit: str = typer.Option(
         "tasks", "--load-unit", help="unit of the load rows: tasks, or cores (what collect storm-ui/flink write)"),
     master: str = MasterOpt,
+    as_json: bool = JsonOpt,
 ) -> None:
     """Structured Streaming: a snapshot per window; re-plan (the scheduler's ``replan``), emit
     an assignment when a task moves."""
@@ -204,7 +199,7 @@ def watch(
                           f"{', '.join(report['files_changed_after_read'])}")
     if report["files_ignored"]:
         err_console.print(f"ignored (neither traffic*.csv nor load*.csv): {', '.join(report['files_ignored'])}")
-    _print(report, False)
+    emit(report, as_json, watch_lines(report))
 
 
 def _resume(planner) -> None:
@@ -351,6 +346,7 @@ def collect_log(
     poll: float = typer.Option(1.0, "--poll", help="seconds between looks"),
     once: bool = typer.Option(False, "--once", help="take what is complete now, then stop"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Follow FILE across rotation (tail -F): complete lines into chunks <kind>-<name>-<seq>.csv,
     each with a sidecar .<chunk>.json (source, inode, byte and line range); a restart continues
@@ -359,7 +355,8 @@ def collect_log(
 
     collector = LogCollector(file, out, kind)
     if once:
-        print(json.dumps({"lines": collector.poll(), **collector.state}))
+        taken = collector.poll()
+        emit({"lines": taken, **collector.state}, as_json, log_collected_lines(taken, collector.state))
         return
     try:
         collector.follow(poll, timeout)
@@ -367,15 +364,16 @@ def collect_log(
         pass
 
 
-def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[float]) -> None:
+def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[float], as_json: bool) -> None:
     """Poll the collector ``make_collector()`` builds; every chunk and counter reset on stderr."""
     if not (math.isfinite(interval) and interval > 0):
         raise InputError(f"--interval: {interval!r}; must be a finite number of seconds > 0")
     collector = make_collector()
 
-    def report(side) -> None:
-        err_console.print(f"chunk {side['rows']} pairs over {side['seconds']:.1f} s "
-                          f"({len(side['resets'])} counter resets)", highlight=False)
+    def report(side, chunk_line: bool = True) -> None:
+        if chunk_line:
+            err_console.print(f"chunk {side['rows']} pairs over {side['seconds']:.1f} s "
+                              f"({len(side['resets'])} counter resets)", highlight=False)
         for reset in side["resets"]:
             where = reset.get("executor") or reset.get("subtask")
             err_console.print(f"counter reset: {where}: {reset['reason']}; counted {reset['counted']}", highlight=False)
@@ -385,8 +383,9 @@ def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[
     if once:  # a reading (the first one is the base of the next difference), then stop
         side = collector.poll()
         if side is not None:
-            report(side)
-        print(json.dumps({"chunk": side, "next_seq": collector.state["seq"]}, default=str))
+            report(side, chunk_line=False)  # the chunk's line is the summary on stdout
+        emit({"chunk": side, "next_seq": collector.state["seq"]}, as_json,
+             rest_collected_lines(side, collector.state["seq"]))
         return
     try:
         collector.follow(interval, timeout, report,
@@ -404,13 +403,14 @@ def collect_storm_ui(
     once: bool = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
     http_timeout: float = typer.Option(10.0, "--http-timeout", help="seconds to wait for the UI's answer"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Poll the Storm UI REST API (window :all-time) every INTERVAL: each interval's tuples
     per executor pair and busy cores into chunks traffic-/load-storm-<id>-<seq>.csv; counter
     resets (a restarted worker) counted from zero and reported; a restart continues from OUT."""
     from streamsched.pipeline.collect_rest import StormUICollector
 
-    _follow_rest(lambda: StormUICollector(url, topology_id, out, http_timeout), interval, once, timeout)
+    _follow_rest(lambda: StormUICollector(url, topology_id, out, http_timeout), interval, once, timeout, as_json)
 
 
 @collect_app.command("flink")
@@ -422,6 +422,7 @@ def collect_flink(
     once: bool = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
     http_timeout: float = typer.Option(10.0, "--http-timeout", help="seconds to wait for the JobManager's answer"),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Poll a Flink job's REST API every INTERVAL (one consistent metrics fetch per reading):
     each interval's records and bytes per subtask pair and busy cores into chunks
@@ -429,4 +430,4 @@ def collect_flink(
     a restart continues from OUT."""
     from streamsched.pipeline.collect_rest import FlinkCollector
 
-    _follow_rest(lambda: FlinkCollector(url, out, job_id, http_timeout), interval, once, timeout)
+    _follow_rest(lambda: FlinkCollector(url, out, job_id, http_timeout), interval, once, timeout, as_json)

@@ -170,3 +170,40 @@ def reading_lines(report: Mapping[str, Any]) -> list[str]:
              + ", ".join(cluster["nodes"][:MAX_NODE_LINES]) + (" ..." if len(cluster["nodes"]) > MAX_NODE_LINES else ""),
              f"  wrote {graph['file']}, {report['placement']}, {cluster['file']}"]
     return lines
+
+
+def watch_lines(report: Mapping[str, Any]) -> list[str]:
+    """``watch``: the run's accounting (read = accepted + quarantined + dropped late), one line
+    per window closed in this run, and what the re-planning emitted."""
+    quarantined = {**report["rows_quarantined"]}
+    lines = [f"read {num(report['rows_read'])} rows = {num(report['rows_accepted'])} accepted + "
+             f"{num(sum(quarantined.values()))} quarantined"
+             + (f" ({', '.join(f'{k} {num(v)}' for k, v in quarantined.items())})" if quarantined else "")
+             + f" + {num(report['rows_dropped_late'])} dropped late"]
+    for window in report["windows"]:
+        lines.append(f"  window ending {num(window['end'])}: {num(window['read'])} read, "
+                     f"{num(window['accepted'])} accepted, {num(sum(window['quarantined'].values()))} quarantined, "
+                     f"{num(window['dropped_late'])} late; "
+                     + (f"snapshot {', '.join(window['snapshots'])}" if window["snapshots"] else "no snapshot yet"))
+    for decision in report["decisions"]:
+        change = "" if decision["improvement_pct"] is None else f", {decision['improvement_pct']:.1f} % less traffic"
+        lines.append(f"  {decision['topology']}: {decision['why']}, {num(decision['moved'])} tasks moved{change}"
+                     + (f": emitted {decision['assignment']}" if decision["emitted"] else ": not emitted"))
+    lines.append(f"{num(report['assignments_emitted'])} assignments emitted; "
+                 f"{num(report['windows_open'])} windows still open (watermark {num(report['watermark'])})")
+    return lines
+
+
+def log_collected_lines(lines_taken: int, state: Mapping[str, Any]) -> list[str]:
+    """``collect log --once``: the lines put into chunks, and where the next reading starts."""
+    return [f"{num(lines_taken)} lines into chunks from {state['source']}; next: line {num(state['line'])} "
+            f"at byte {num(state['offset'])}, chunk {num(state['seq'])}"]
+
+
+def rest_collected_lines(chunk: Mapping[str, Any] | None, next_seq: int) -> list[str]:
+    """``collect storm-ui|flink --once``: the chunk the reading wrote (none for the first: it is
+    the base the next reading is differenced against)."""
+    if chunk is None:
+        return [f"first reading kept as the base; the next reading writes chunk {num(next_seq)}"]
+    return [f"chunk of {num(chunk['rows'])} pairs over {chunk['seconds']:.1f} s "
+            f"({len(chunk['resets'])} counter resets); next chunk {num(next_seq)}"]
