@@ -6,6 +6,7 @@ reduction in traffic and the change in predicted throughput (docs/evaluation.md 
 from __future__ import annotations
 
 import json
+from html import escape as html_escape
 
 import numpy as np
 import pytest
@@ -188,6 +189,20 @@ def test_compare_json_carries_the_ranking_and_the_verdict(capsys):
     assert document["verdict"]["best"] == rows[0]["scheduler"]
     assert document["verdict"]["model"] == PRESET and document["sort_key"].startswith("inter-node traffic")
     assert document["verdict"]["text"].startswith("verdict: ")
+
+
+def test_the_report_heads_with_the_verdict_and_marks_the_best_row(tmp_path, capsys):
+    report = tmp_path / "r.html"
+    code = main(["compare", "-w", "pageload", "-c", "homogeneous-10", "--schedulers", "even,t3", "--report",
+                 str(report)])
+    capsys.readouterr()
+    assert code == 0
+    saved = json.loads(report.with_suffix(".json").read_text())
+    page = report.read_text()
+    assert saved["verdict"]["best"] == saved["results"][0]["scheduler"] and saved["results"][0]["best"]
+    verdict_at = page.index("id='verdict'")
+    assert html_escape(saved["verdict"]["text"]) in page[verdict_at:] and verdict_at < page.index("id='results'")
+    assert page.count("<tr class='best'>") == 1
 
 
 def test_compare_table_ends_with_the_verdict(capsys):
