@@ -261,3 +261,21 @@ def test_stored_sets_are_the_fitted_ones_and_say_their_error():
     # the stored file was written from the measurements file as it is now
     import hashlib
     assert document["measurements_sha256"] == hashlib.sha256(cal.MEASUREMENTS.read_bytes()).hexdigest()
+
+
+def test_predict_and_report_header_name_the_set_and_its_error(tmp_path, capsys):
+    from streamsched.cli import main
+
+    placement = tmp_path / "p.json"
+    assert main(["schedule", "-w", "linear-12", "-s", "even", "-o", str(placement)]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(placement), "-w", "linear-12", "--model", "storm-vm", "--json"]) == 0
+    model = json.loads(capsys.readouterr().out)["model"]
+    assert model == {"set": "storm-vm", "acking": False, "calibration": describe("storm-vm")}
+    assert main(["predict", str(placement), "-w", "linear-12"]) == 0
+    assert describe("default") in capsys.readouterr().out.replace("\n", " ")
+    # the report header's wording: the fitted set a parameter object is, or a warning that it is none
+    from streamsched.evaluation.performance import describe_params
+    assert describe_params(regime("default")) == describe("default")
+    assert describe_params(regime("fischer-imac").with_(acking=True)) == describe("fischer-imac") + ", with acking"
+    assert describe_params(ModelParams()).startswith("custom parameters, not a fitted set")
