@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import weakref
+from importlib import resources
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -96,10 +97,17 @@ CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "data" / "model_calibra
 SETTING_SETS = {"io-bound": {"max_spout_pending": 1}, "cpu-bound": {"max_spout_pending": 0}}
 
 
+def read_calibration() -> dict[str, Any]:
+    """The document of :data:`CALIBRATION_FILE`, read as a package resource (so that it is also
+    found where the package runs from a zip: the Spark executors' ``addPyFile``)."""
+    resource = resources.files("streamsched").joinpath("data", CALIBRATION_FILE.name)
+    return json.loads(resource.read_text(encoding="utf-8"))
+
+
 def _fitted_sets() -> tuple[dict[str, ModelParams], dict[str, str]]:
     """The parameter sets of :data:`CALIBRATION_FILE` and a one-line description of each."""
     try:
-        document = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))
+        document = read_calibration()
     except FileNotFoundError:
         return {}, {}
     sets: dict[str, ModelParams] = {}

@@ -11,9 +11,7 @@ bottleneck instead (a hot task that no placement relieves, docs/evaluation.md M4
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any, Iterable
 
 from streamsched.comparison import SORT_KEY, Outcome
@@ -37,7 +35,7 @@ def model_error(preset: str = PRESET) -> tuple[float, str]:
     ``preset`` (``default`` and the section 6.1 settings are the file's ``default`` set), else
     :data:`FALLBACK_ERROR`."""
     try:
-        document = json.loads(Path(performance.CALIBRATION_FILE).read_text(encoding="utf-8"))
+        document = performance.read_calibration()
         fitted = document["sets"]
         name = preset if preset in fitted else document["default"]
         held = fitted[name].get("held_out_error_pct") or {}
