@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import math
 import weakref
-from importlib import resources
 from dataclasses import asdict, dataclass, field, fields, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
