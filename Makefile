@@ -22,7 +22,8 @@ system:
 # Payload topology (10 fields-grouped chains of 8 tasks, 3 KB tuples; dirty rows included) ->
 # Spark ingest (local) -> snapshot -> I-Scheduler placement -> every cluster scheduler compared on
 # the measured graph on 11 iMacs (fischer-11), ranked by inter-node traffic, ending with the
-# verdict against Storm's `even` and an HTML report in out/demo/report.html.
+# verdict against Storm's `even` on the model set fitted on Fischer's iMacs (fischer-imac) and an
+# HTML report in out/demo/report.html.
 DEMO := out/demo
 demo: setup
 	rm -rf $(DEMO) && mkdir -p $(DEMO)
@@ -33,7 +34,7 @@ demo: setup
 		print('snapshot:', r['snapshot'])"
 	$(BIN)/streamsched compare \
 		--graph "$$($(BIN)/python -c "import json; print(json.load(open('$(DEMO)/pipeline.json'))['snapshot'])")" \
-		--cluster $(DEMO)/cluster.json --schedulers all --report $(DEMO)/report.html
+		--cluster $(DEMO)/cluster.json --schedulers all --model fischer-imac --report $(DEMO)/report.html
 	@echo "report: $(DEMO)/report.html (verdict on top; report.json holds it as 'verdict')"
 
 test: setup

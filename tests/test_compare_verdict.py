@@ -11,6 +11,7 @@ from html import escape as html_escape
 import numpy as np
 import pytest
 
+from streamsched import workloads
 from streamsched.cli import main
 from streamsched.comparison import Outcome, placement_row, rank, rank_outcomes, run_schedulers
 from streamsched.evaluation.experiments.registry import build_cluster, build_graph
@@ -174,6 +175,27 @@ def test_the_verdict_states_the_calibrated_error_of_the_default_set():
     error, source = model_error(PRESET)
     assert error == pytest.approx(held["median"] / 100.0) and document["default"] in source
     assert model_error("io-bound")[0] == error  # a section 6.1 setting of the default set has its error
+
+
+def test_compare_model_names_the_fitted_set_of_predictions_and_verdict(tmp_path, capsys):
+    """--model fischer-imac (Fischer's iMacs, as make demo uses on fischer-11): the rows'
+    predictions are that set's (performance.predict with regime('fischer-imac')) and the verdict
+    states that set's own held-out error, not the default set's."""
+    graph, cluster = workloads.workload("payload"), build_cluster("fischer-11")
+    (tmp_path / "c.json").write_text(json.dumps(cluster.to_dict()))  # as pipeline-demo writes it
+    code = main(["compare", "-w", "payload", "-c", str(tmp_path / "c.json"), "--schedulers", "even,metis",
+                 "--model", "fischer-imac", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    held = performance.read_calibration()["sets"]["fischer-imac"]["held_out_error_pct"]["median"]
+    assert code == 0 and document["verdict"]["model"] == "fischer-imac"
+    assert document["verdict"]["model_error_pct"] == pytest.approx(held)
+    printed = {row["scheduler"]: row["throughput_tps"] for row in document["results"]}
+    for outcome in run_schedulers(graph, cluster, ["even", "metis"]):
+        expected = predict(graph, cluster, outcome.placement, regime("fischer-imac")).throughput_tps
+        assert printed[outcome.row["scheduler"]] == pytest.approx(expected)
+        assert expected != pytest.approx(predict(graph, cluster, outcome.placement, regime(PRESET)).throughput_tps)
+    assert main(["compare", "-w", "pageload", "-c", "homogeneous-10", "--model", "nosuch"]) == 2
+    assert "unknown model parameter set 'nosuch'" in capsys.readouterr().err
 
 
 def test_compare_json_carries_the_ranking_and_the_verdict(capsys):

@@ -282,10 +282,12 @@ def compare(
     seed: int = typer.Option(0, "--seed", min=0),
     as_json: bool = typer.Option(False, "--json", help="print {\"sort_key\", \"verdict\", \"results\": [...]} as JSON"),
     report: Optional[Path] = typer.Option(None, "--report", help="also write an HTML report (charts, placement pictures, predicted throughput) with .csv/.json beside it"),
+    model: str = typer.Option(PRESET, "--model", help="fitted parameter set of the predictions and the verdict: "
+                              "the one fitted on the hardware nearest the cluster's (docs/evaluation.md, Calibration)"),
 ) -> None:
     """Run several schedulers on one workload and cluster and compare them: rows ranked by
     inter-node traffic (then predicted throughput), the best marked, and a verdict against even
-    on the model's default set (docs/evaluation.md, "compare: ranking and verdict").
+    on the model's fitted set ``--model`` (docs/evaluation.md, "compare: ranking and verdict").
 
     A scheduler that crashes, runs out of memory or times out gets a row with status ``error``
     and its reason; the other rows are printed and the exit code is 4. When no scheduler
@@ -299,7 +301,7 @@ def compare(
     for key in params:
         if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
             raise InputError(f"--param {key}: no selected scheduler declares it")
-    model = regime(PRESET)
+    model_name, model = model, regime(model)
     with err_console.status("comparing") as status:
         on_start = lambda n: status.update(f"running {n} on {task_graph.name}")  # noqa: E731
         if report is None:
@@ -313,8 +315,8 @@ def compare(
             outcomes = run_with_predictions(task_graph, nodes, names, params, seed, model=model, on_start=on_start)
         outcomes = rank_outcomes(outcomes)
         rows = [o.row for o in outcomes]
-        error, error_source = model_error(PRESET)
-        decision = verdict(rows, error, PRESET, error_source)
+        error, error_source = model_error(model_name)
+        decision = verdict(rows, error, model_name, error_source)
         if report is not None:
             status.update(f"writing {report}")
             written = write_report(report, task_graph, nodes, outcomes, model=model, seed=seed, verdict=decision)
