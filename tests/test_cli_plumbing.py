@@ -173,6 +173,22 @@ def test_list_describes_every_workload_and_cluster(capsys):
     assert code == 0 and "thesis Table 4.1" in out
 
 
+def test_list_json_holds_every_registered_scheduler_with_its_tags(capsys):
+    from streamsched.schedulers import available, scheduler_class
+
+    code, out, _ = run(capsys, "list", "--json")
+    listing = json.loads(out)
+    assert code == 0 and set(listing) == {"schedulers", "workloads", "clusters"}
+    by_name = {entry["scheduler"]: entry for entry in listing["schedulers"]}
+    assert list(by_name) == available()
+    assert by_name["optimal"]["tags"] == ["exact", "randomised"] and by_name["even"]["tags"] == []
+    assert by_name["topset"]["family"] == "edge" and "needs_edge_nodes" in by_name["topset"]["tags"]
+    assert all(len(by_name[n]["parameters"]) == len(scheduler_class(n).params) for n in by_name)
+    assert {e["workload"]: e["tasks"] for e in listing["workloads"]}["wordcount"] == "25"
+    assert [e["cluster"] for e in json.loads(run(capsys, "list", "clusters", "--json")[1])["clusters"]] \
+        == workloads.cluster_names()
+
+
 # ------------------------------------------------------------------ reproduce edge-cloud
 def test_reproduce_edge_cloud_puts_the_papers_statements_beside_the_simulation(tmp_path, capsys):
     """edge-cloud-topset.txt section 5 on the small setup (quick: RW 2 +/- 0.5, 30 intervals),

@@ -158,29 +158,46 @@ def parse_params(pairs: Optional[list[str]]) -> dict[str, Any]:
 
 
 @app.command("list")
-def list_(what: str = typer.Argument("all", help="schedulers, workloads, clusters or all")) -> None:
+def list_(what: str = typer.Argument("all", help="schedulers, workloads, clusters or all"),
+          as_json: bool = JsonOpt) -> None:
     """List the registered schedulers, built-in workloads and clusters."""
     if what not in ("all", "schedulers", "workloads", "clusters"):
         raise InputError(f"list: {what!r} is not one of schedulers, workloads, clusters, all")
+    listing: dict[str, list[dict[str, Any]]] = {}
     if what in ("all", "schedulers"):
-        table = Table("scheduler", "family", "objective", "tags", "summary", "parameters", title="schedulers")
+        listing["schedulers"] = []
         for name in available():
             cls = scheduler_class(name)
-            tags = [tag.replace("_", " ") for tag in ("exact", "randomised", "needs_edge_nodes") if getattr(cls, tag)]
-            table.add_row(name, cls.family, cls.objective, ", ".join(tags), cls.summary,
-                          "; ".join(p.describe() for p in cls.params))
-        console.print(table)
+            listing["schedulers"].append({
+                "scheduler": name, "family": cls.family, "objective": cls.objective,
+                "tags": [tag for tag in ("exact", "randomised", "needs_edge_nodes") if getattr(cls, tag)],
+                "summary": cls.summary, "parameters": [p.describe() for p in cls.params]})
     if what in ("all", "workloads"):
-        table = Table("workload", "tasks", "what", "source", title="workloads")
-        for row in workloads.workload_descriptions():
-            table.add_row(*row)
-        console.print(table)
+        listing["workloads"] = [dict(zip(("workload", "tasks", "what", "source"), row))
+                                for row in workloads.workload_descriptions()]
     if what in ("all", "clusters"):
-        table = Table("cluster", "nodes", "what", "source", title="clusters")
-        for name, (what_it_is, source) in workloads.CLUSTER_DESCRIPTIONS.items():
-            nodes = "H + L" if name == "high-low-H-L" else str(workloads.cluster(name.replace("-sK", "")).n_nodes)
-            table.add_row(name, nodes, what_it_is, source)
+        listing["clusters"] = [
+            {"cluster": name, "what": what_it_is, "source": source,
+             "nodes": "H + L" if name == "high-low-H-L" else str(workloads.cluster(name.replace("-sK", "")).n_nodes)}
+            for name, (what_it_is, source) in workloads.CLUSTER_DESCRIPTIONS.items()]
+    if as_json:
+        console.print_json(data=listing)
+        return
+    columns = {"schedulers": ("scheduler", "family", "objective", "tags", "summary", "parameters"),
+               "workloads": ("workload", "tasks", "what", "source"),
+               "clusters": ("cluster", "nodes", "what", "source")}
+    for kind, entries in listing.items():
+        table = Table(*columns[kind], title=kind)
+        for entry in entries:
+            table.add_row(*(_list_cell(column, entry[column]) for column in columns[kind]))
         console.print(table)
+
+
+def _list_cell(column: str, value: Any) -> str:
+    """A ``list`` table cell: tags joined by commas (``needs edge nodes``), parameters by ``;``."""
+    if column == "tags":
+        return ", ".join(tag.replace("_", " ") for tag in value)
+    return "; ".join(value) if isinstance(value, list) else str(value)
 
 
 @app.command()
