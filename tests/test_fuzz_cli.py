@@ -574,10 +574,11 @@ def placement_file_document() -> dict:
 
     graph, cluster = workloads.workload("wordcount"), workloads.cluster("high-low-1-2")
     placement = get_scheduler("even").schedule(graph, cluster, seed=0)
-    return json.loads(placement.to_json(graph, cluster)) if hasattr(placement, "to_json") else _written(placement, graph, cluster)
+    return _written(placement, graph, cluster)
 
 
 def _written(placement, graph, cluster) -> dict:
+    """The placement file ``schedule --out`` writes (Placement.write), as a document."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as directory:
