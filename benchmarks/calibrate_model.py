@@ -46,9 +46,17 @@ def main() -> int:
     text = json.dumps(result, indent=1, sort_keys=False, default=float) + "\n"
     if args.check:
         stored = json.loads(CALIBRATION_FILE.read_text())
-        same = {k: stored["sets"][k]["params"] for k in stored["sets"]} == \
-               {k: result["sets"][k]["params"] for k in result["sets"]}
-        print("parameters " + ("match" if same else "DIFFER from") + f" {CALIBRATION_FILE}")
+        worst = 0.0
+        for name, entry in result["sets"].items():
+            for key, value in entry["params"].items():
+                before = stored["sets"][name]["params"][key]
+                change = (value - before) / abs(before)
+                worst = max(worst, abs(change))
+                if abs(change) > 1e-6:
+                    print(f"{name}.{key}: stored {before:.6g}, now {value:.6g} ({100 * change:+.2g} %)")
+        same = worst <= 1e-6 and set(stored["sets"]) == set(result["sets"])
+        print("parameters " + ("match" if same else "DIFFER from") + f" {CALIBRATION_FILE} "
+              f"(largest relative change {worst:.2g})")
         return 0 if same else 1
     CALIBRATION_FILE.write_text(text)
     print(markdown(result))

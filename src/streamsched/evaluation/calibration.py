@@ -35,6 +35,7 @@ from streamsched.evaluation.performance import ModelParams, predict
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.schedulers import scheduler_class
+from streamsched.schedulers.i_scheduler import find_threshold
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 MEASUREMENTS = DATA_DIR / "paper_measurements.csv"
@@ -222,12 +223,19 @@ def cases(measurement: Measurement) -> list[Case]:
     return [Case(m, tuple(pair(n) for n in m.sweep))]
 
 
+#: Scheduler parameters fixed so that placements do not depend on the machine's load:
+#: I-Scheduler keeps the papers' reduction (phi of theta = 1 s, i-scheduler.txt section 6) but
+#: its solver may run until it proves the reduced problem optimal.
+LOAD_INDEPENDENT = {"i-scheduler": {"phi": find_threshold(1.0), "theta": 600.0}}
+
+
 @lru_cache(maxsize=None)
 def placed(scheduler: str, workload: str, cluster: str,
            scheduler_params: tuple[tuple[str, Any], ...]) -> tuple[TaskGraph, Any, Placement]:
     """The graph, cluster and placement of one instance (seed 0, cached: schedulers run once)."""
     graph, nodes = build_graph(workload, 0), build_cluster(cluster)
-    scheduler_obj = scheduler_class(scheduler)(**params_for(scheduler, dict(scheduler_params)))
+    params = {**LOAD_INDEPENDENT.get(scheduler, {}), **dict(scheduler_params)}
+    scheduler_obj = scheduler_class(scheduler)(**params_for(scheduler, params))
     return graph, nodes, scheduler_obj.schedule(graph, nodes, seed=0)
 
 
