@@ -272,3 +272,45 @@ def test_parquet_with_unusable_columns(tmp_path):
     table = pa.Table.from_batches(list(read_blocks(str(nested), "traffic", RANGE)), schema=BLOCK)
     assert table["part"].to_pylist() == ["error"]
     assert table["raw"][0].as_py().startswith(f"{nested}: ")
+
+
+def test_parquet_reads_like_csv_of_the_same_rows(tmp_path):
+    """Parquet's text columns come as dictionaries and its numbers typed (no parsing): the same
+    rows written as CSV give the same reasons, values and blocks; " t " and "t" are one topology."""
+    rows = [  # timestamp, topology, src, dst, tuples, bytes -> reason
+        (T0, "t", 1, 2, 5.0, 50.0, None),
+        (T0 + 1, " t ", 1, 2, 6.0, None, None),        # trimmed: the same pair's block; no bytes = 0
+        (T0 + 2, "u", 3, 2, 7.0, 1.0, None),
+        (T0, "", 1, 2, 5.0, 1.0, row_checks.MISSING),
+        (T0, None, 1, 2, 5.0, 1.0, row_checks.MISSING),
+        (T0, "t", None, 2, 5.0, 1.0, row_checks.MISSING),
+        (T0, "t", 1 << 62, 2, 5.0, 1.0, row_checks.WRONG_TYPE),   # beyond the integer range checked
+        (T0, "t", 1, 2, -1.0, 1.0, row_checks.NEGATIVE),
+        (T0, "t", 1, 2, float("nan"), 1.0, row_checks.NEGATIVE),
+        (5, "t", 1, 2, 5.0, 1.0, row_checks.OUT_OF_RANGE),
+    ]
+    fields = native_reader.TRAFFIC_FIELDS
+    parquet = tmp_path / "traffic-a.parquet"
+    pq.write_table(pa.table({f: [r[k] for r in rows] for k, f in enumerate(fields)}), parquet)
+    csv = tmp_path / "traffic-a.csv"
+    text = {None: "", 1 << 62: str(1 << 62)}
+    csv.write_text(",".join(fields) + "\n" + "".join(
+        ",".join(text.get(v, str(v)) if not isinstance(v, float) else ("nan" if v != v else repr(v)) for v in r[:6])
+        + "\n" for r in rows))
+    columns = next(iter(native_reader.read_file(parquet, "traffic")))[0]
+    assert pa.types.is_dictionary(columns["topology"].type) and pa.types.is_integer(columns["src_task"].type)
+    checked = row_checks.validate(columns, "traffic", RANGE)
+    as_text = row_checks.validate(next(iter(native_reader.read_file(csv, "traffic")))[0], "traffic", RANGE)
+    assert _reasons(checked) == _reasons(as_text) == [r[-1] for r in rows]
+    good = checked.reason == 0
+    for f in ("timestamp", "src_task", "dst_task", "tuples", "bytes"):
+        assert checked.values[f][good].tolist() == as_text.values[f][good].tolist()
+    assert checked.values["topology"].to_pylist()[:3] == ["t", "t", "u"]
+
+    def blocks(path):
+        table = pa.Table.from_batches(list(read_blocks(str(path), "traffic", RANGE)), schema=BLOCK)
+        table = table.filter(pa.compute.equal(table["part"], "block"))
+        return sorted((t, a, b, n, floats(table["ts"].slice(k, 1))[0].tolist()) for k, (t, a, b, n) in
+                      enumerate(zip(*(table[c].to_pylist() for c in ("topology", "a", "b", "rows")))))
+
+    assert blocks(parquet) == blocks(csv) == [("t", 1, 2, 2, [T0, T0 + 1]), ("u", 3, 2, 1, [T0 + 2])]

@@ -59,7 +59,7 @@ def block_batch(rows: dict[str, object], n: int) -> pa.RecordBatch:
 def blobs(values: np.ndarray, offsets: np.ndarray) -> pa.Array:
     """Float64 ``values`` cut at ``offsets`` -> one binary value (packed little-endian doubles) per
     piece: Spark moves a binary value with one copy, a list of doubles element by element."""
-    data = pa.py_buffer(np.ascontiguousarray(values, "<f8").tobytes())
+    data = pa.py_buffer(np.ascontiguousarray(values, "<f8"))  # no copy: the buffer keeps the array
     return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
                                  [None, pa.py_buffer((np.asarray(offsets) * 8).astype(np.int32)), data])
 
@@ -89,6 +89,8 @@ def _groups(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     span = 1
     for key in keys:
         low, high = int(key.min()), int(key.max())
+        if low == high:  # one value (e.g. the file's only source): nothing to tell apart
+            continue
         span *= high - low + 1
         if span >= 1 << 62:
             order = np.lexsort(keys[::-1])

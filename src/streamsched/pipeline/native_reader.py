@@ -145,15 +145,19 @@ def _parse_lines(lines: list[str], records: list[dict], malformed: list[str]) ->
 
 
 def _parquet_batches(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list[str]]]:
-    parquet = pq.ParquetFile(path)
-    present = [f for f in fields_of(kind) if f in parquet.schema_arrow.names]
+    schema = pq.read_schema(path)
+    present = [f for f in fields_of(kind) if f in schema.names]
+    # Text columns as dictionaries: the row checks and the packing then work on the few
+    # distinct values (topologies, operators) instead of a string per row.
+    text = [f for f in present if pa.types.is_string(schema.field(f).type)]
+    parquet = pq.ParquetFile(path, read_dictionary=text)
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=present):
         yield {f: batch.column(f) for f in present}, []
 
 
 def read_file(path: Path, kind: str) -> Iterator[tuple[dict[str, pa.Array], list[str]]]:
     """(columns, malformed lines) per batch of a native file; columns as stored (text for CSV
-    and JSON lines, typed for Parquet)."""
+    and JSON lines, typed for Parquet, its text columns as dictionaries)."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return _csv_batches(path, kind)

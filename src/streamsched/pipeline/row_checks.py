@@ -74,22 +74,16 @@ def _number(column: pa.Array | None, n: int, integer: bool) -> tuple[np.ndarray,
         if rest.size:
             values[rest], missing[rest], ok[rest] = _parse_text(column.take(pa.array(rest)), integer)
         return values, missing, ~missing & ~ok
-    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-        missing = pc.is_null(column)
-        values = pc.cast(column, pa.float64())
-        ok = pc.fill_null(pc.is_finite(values), False) if integer else pc.invert(missing)
-        if integer:
-            whole = pc.and_(ok, pc.less(pc.abs(values), float(1 << 62)))
-            ok = pc.fill_null(pc.and_(whole, pc.equal(pc.floor(values), values)), False)
-            values = pc.cast(pc.if_else(ok, values, 0.0), pa.int64())
-    else:
-        missing = pc.is_null(column)
-        ok = pa.array(np.zeros(n, bool))
-        values = pa.array(np.zeros(n, dtype))
-    missing = missing.to_numpy(zero_copy_only=False)
-    ok = ok.to_numpy(zero_copy_only=False)
-    values = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-    return values, missing, ~missing & ~ok
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):  # Parquet: numpy, no parsing
+        missing = pc.is_null(column).to_numpy(zero_copy_only=False)
+        values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        if not integer:
+            return values, missing, np.zeros(n, bool)
+        with np.errstate(invalid="ignore"):
+            whole = ~missing & np.isfinite(values) & (np.abs(values) < float(1 << 62)) & (np.floor(values) == values)
+        return np.where(whole, values, 0.0).astype(np.int64), missing, ~missing & ~whole
+    missing = pc.is_null(column).to_numpy(zero_copy_only=False)  # any other type: never a number
+    return np.zeros(n, dtype), missing, ~missing
 
 
 def _text(column: pa.Array | None, n: int, default: str | None) -> tuple[pa.Array, np.ndarray]:
@@ -98,11 +92,26 @@ def _text(column: pa.Array | None, n: int, default: str | None) -> tuple[pa.Arra
         column = pa.nulls(n, pa.string())
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
+    if pa.types.is_dictionary(column.type) and (default is None or not column.null_count):
+        return _dictionary_text(column, default)
     text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
     missing = pc.fill_null(pc.equal(text, ""), True)
     if default is not None:
         text = pc.if_else(missing, default, text)
     return text, missing.to_numpy(zero_copy_only=False)
+
+
+def _dictionary_text(column: pa.DictionaryArray, default: str | None) -> tuple[pa.DictionaryArray, np.ndarray]:
+    """:func:`_text` of a dictionary column (Parquet's text columns, read by
+    :mod:`.native_reader` as dictionaries): each distinct value is trimmed once, not each row;
+    values equal once trimmed share one code."""
+    words = pc.utf8_trim_whitespace(pc.cast(column.dictionary, pa.string()))
+    empty = pc.fill_null(pc.equal(words, ""), True)
+    if default is not None:
+        words = pc.if_else(empty, default, words)
+    unique = pc.dictionary_encode(words)
+    text = pa.DictionaryArray.from_arrays(pc.take(unique.indices, column.indices), unique.dictionary)
+    return text, pc.fill_null(pc.take(empty, column.indices), True).to_numpy(zero_copy_only=False)
 
 
 @dataclass
