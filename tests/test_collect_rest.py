@@ -11,12 +11,10 @@ import copy
 import csv
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pytest
+from json_http import JsonServer
 
 from streamsched.cli import main
 from streamsched.engines import flink
@@ -32,36 +30,14 @@ FLINK = FIXTURES / "flink" / "live-job"
 
 
 # ------------------------------------------------------------------------ servers
-class _Server:
-    """A threaded HTTP server answering GETs with ``answer(path parts, query) -> doc | None``."""
+def doc_server(answer) -> JsonServer:
+    """Answers GETs with ``answer(path parts, query) -> doc | None`` (None: 404)."""
 
-    def __init__(self, answer):
-        outer = self
+    def respond(parts, query):
+        doc = answer(parts, query)
+        return (200, json.dumps(doc).encode()) if doc is not None else (404, b'{"errors": ["not found"]}')
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                url = urlparse(self.path)
-                parts = [unquote(p) for p in url.path.split("/") if p]
-                with outer.lock:
-                    doc = answer(parts, url.query)
-                body = json.dumps(doc if doc is not None else {"errors": ["not found"]}).encode()
-                self.send_response(200 if doc is not None else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return JsonServer(respond)
 
 
 def _storm_fixture() -> dict[str, dict]:
@@ -102,7 +78,7 @@ def storm_server():
                 else ui_rest.component_file(parts[-1]))
         return state["docs"].get(name)
 
-    server = _Server(answer)
+    server = doc_server(answer)
     server.state = state
     yield server
     server.close()
@@ -227,7 +203,7 @@ def flink_server():
             state["docs"], state["next"] = state["next"], None
         return doc
 
-    server = _Server(answer)
+    server = doc_server(answer)
     server.capture = capture
 
     def arm(docs):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from streamsched.pipeline.collect_rest import StormUICollector
-from test_collect_rest import TOPOLOGY_ID, _Server, storm_reading
+from test_collect_rest import TOPOLOGY_ID, doc_server, storm_reading
 from streamsched.engines.storm import ui_rest
 
 TRAFFIC = "timestamp,topology,src_task,dst_task,tuples,bytes"
@@ -117,7 +117,7 @@ def test_sigkilled_storm_ui_collector_counts_every_tuple_once(tmp_path):
                 else ui_rest.component_file(parts[-1]))
         return phase["docs"].get(name)
 
-    server = _Server(answer)
+    server = doc_server(answer)
     out = tmp_path / "chunks"
     try:
         StormUICollector(server.url, TOPOLOGY_ID, out).poll()  # the base: phase 1

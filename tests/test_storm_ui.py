@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
+from json_http import JsonServer
 
 from streamsched.cli import main
 from streamsched.engines.storm import ui_rest
@@ -205,16 +204,11 @@ def test_missing_page_and_broken_json(tmp_path):
 
 
 # ------------------------------------------------------------------------------------ live
-class _UIHandler(BaseHTTPRequestHandler):
-    """Serves the fixture files at Storm UI's REST paths; records the queries."""
+def _ui_answer(requests: list):
+    """Serves the fixture files at Storm UI's REST paths; records the queries in ``requests``."""
 
-    requests: list = []
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        url = urlparse(self.path)
-        parts = [unquote(p) for p in url.path.split("/") if p]
-        query = {k: v[0] for k, v in parse_qs(url.query).items()}
-        type(self).requests.append((tuple(parts), query))
+    def answer(parts, query_string):
+        requests.append((tuple(parts), {k: v[0] for k, v in parse_qs(query_string).items()}))
         name = None
         if parts[:3] == ["api", "v1", "supervisor"] and parts[3:] == ["summary"]:
             name = "supervisors.json"
@@ -223,36 +217,28 @@ class _UIHandler(BaseHTTPRequestHandler):
         elif parts[:4] == ["api", "v1", "topology", TOPOLOGY_ID] and len(parts) == 6 and parts[4] == "component":
             name = ui_rest.component_file(parts[5])
         if name is None or not (FIXTURE / name).exists():
-            body = json.dumps({"error": "500 Server Error", "errorMessage": f"{parts[-1]} not alive"}).encode()
-            self.send_response(500)
-        else:
-            body = (FIXTURE / name).read_bytes()
-            self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+            return 500, json.dumps({"error": "500 Server Error", "errorMessage": f"{parts[-1]} not alive"}).encode()
+        return 200, (FIXTURE / name).read_bytes()
 
-    def log_message(self, *args):
-        pass
+    return answer
+
+
+UI_REQUESTS: list = []
 
 
 @pytest.fixture()
 def storm_ui_server():
-    _UIHandler.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _UIHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    UI_REQUESTS.clear()
+    server = JsonServer(_ui_answer(UI_REQUESTS))
+    yield server.url
+    server.close()
 
 
 def test_live_ui_gives_what_the_saved_pages_give(storm_ui_server, tmp_path):
     saved = tmp_path / "saved"
     data = ui_rest.fetch(storm_ui_server, TOPOLOGY_ID, window="600", save_dir=saved)
     assert data == ui_rest.read_dir(FIXTURE)
-    queries = {parts[-1]: q for parts, q in _UIHandler.requests}
+    queries = {parts[-1]: q for parts, q in UI_REQUESTS}
     assert queries[TOPOLOGY_ID] == {"window": "600", "sys": "1"}
     assert queries["count"] == {"window": "600", "sys": "0"}
     assert queries["__acker"] == {"window": "600", "sys": "1"}

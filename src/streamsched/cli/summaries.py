@@ -5,7 +5,7 @@ the full document instead; files written with ``--out`` are the same either way.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -108,23 +108,6 @@ def replan_lines(graph: TaskGraph, nodes: Cluster, placement: Placement, metrics
     lines.insert(1, f"  moves {num(moved)} of {graph.n_tasks:,} tasks at {num(meta.get('migration_cost'))} each; "
                     f"inter-node traffic {num(before['inter_node_traffic'])} -> {num(metrics['inter_node_traffic'])} "
                     "tuples/s")
-    return lines
-
-
-def key_value_lines(title: str, data: Mapping[str, Any], keys: Iterable[str]) -> list[str]:
-    """``title`` then ``  key  value`` for the listed keys present in ``data``."""
-    shown = [k for k in keys if k in data and data[k] not in (None, [], {})]
-    width = max((len(k) for k in shown), default=0)
-    lines = [title]
-    for key in shown:
-        value = data[key]
-        if isinstance(value, Mapping):
-            value = ", ".join(f"{k} {num(v)}" for k, v in value.items())
-        elif isinstance(value, (list, tuple)):
-            value = ", ".join(map(str, value[:4])) + (f" and {len(value) - 4} more" if len(value) > 4 else "")
-        else:
-            value = num(value)
-        lines.append(f"  {key.replace('_', ' '):<{width}}  {value}")
     return lines
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from streamsched.evaluation.performance import REGIMES, ModelParams, regime
+from streamsched.evaluation.performance import ModelParams, regime
 from streamsched.model.cluster import Cluster
 from streamsched.model.taskgraph import TaskGraph
 
@@ -21,10 +21,6 @@ def model_params(name: str) -> ModelParams:
     if name in FISCHER_MODELS:
         return regime("fischer-imac").with_(**FISCHER_MODELS[name])
     return regime(name)
-
-
-def model_names() -> list[str]:
-    return [*REGIMES, *FISCHER_MODELS]
 
 
 @dataclass(frozen=True)

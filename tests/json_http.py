@@ -1,0 +1,36 @@
+"""A local HTTP server for the REST readers' and collectors' tests: every GET is answered by
+``answer(path parts, query string) -> (status, body bytes)``, one request at a time (under
+``lock``, which a test also takes to change what ``answer`` serves)."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlparse
+
+
+class JsonServer:
+    def __init__(self, answer):
+        self.lock = lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                url = urlparse(self.path)
+                with lock:
+                    status, body = answer([unquote(p) for p in url.path.split("/") if p], url.query)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
