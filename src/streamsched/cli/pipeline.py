@@ -24,6 +24,11 @@ console = Console()
 
 MasterOpt = typer.Option("local[2]", "--master", help="Spark master: local[N], spark://host:7077, yarn, ...")
 StoreOpt = typer.Option(..., "--store", help="snapshot store directory")
+# options the collectors (and watch) share
+ChunksOutOpt = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)")
+IntervalOpt = typer.Option(60.0, "--interval", help="seconds between readings")
+ReadingOnceOpt = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop")
+TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds")
 
 
 def _spark(master: str):
@@ -149,7 +154,7 @@ def watch(
     lateness: float = typer.Option(0.0, "--lateness", help="watermark delay, s"),
     poll: float = typer.Option(5.0, "--poll", help="trigger interval, s"),
     once: bool = typer.Option(False, "--once", help="process the files present, then stop"),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+    timeout: Optional[float] = TimeoutOpt,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="assignments directory (default STORE/assignments)"),
     seed: int = typer.Option(0, "--seed"),
     load_unit: str = typer.Option(
@@ -341,11 +346,11 @@ app.add_typer(collect_app, name="collect")
 @collect_app.command("log")
 def collect_log(
     file: Path = typer.Argument(..., help="a growing log of native CSV rows (traffic or load)"),
-    out: Path = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)"),
+    out: Path = ChunksOutOpt,
     kind: Optional[str] = typer.Option(None, "--kind", help="traffic or load (default: from the file name)"),
     poll: float = typer.Option(1.0, "--poll", help="seconds between looks"),
     once: bool = typer.Option(False, "--once", help="take what is complete now, then stop"),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+    timeout: Optional[float] = TimeoutOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Follow FILE across rotation (tail -F): complete lines into chunks <kind>-<name>-<seq>.csv,
@@ -398,10 +403,10 @@ def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[
 def collect_storm_ui(
     url: str = typer.Option(..., "--url", help="Storm UI, e.g. http://nimbus:8080"),
     topology_id: str = typer.Option(..., "--topology-id", help="the id Storm gave the topology"),
-    out: Path = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)"),
-    interval: float = typer.Option(60.0, "--interval", help="seconds between readings"),
-    once: bool = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop"),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+    out: Path = ChunksOutOpt,
+    interval: float = IntervalOpt,
+    once: bool = ReadingOnceOpt,
+    timeout: Optional[float] = TimeoutOpt,
     http_timeout: float = typer.Option(10.0, "--http-timeout", help="seconds to wait for the UI's answer"),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -417,10 +422,10 @@ def collect_storm_ui(
 def collect_flink(
     url: str = typer.Option(..., "--url", help="Flink JobManager, e.g. http://jobmanager:8081"),
     job_id: Optional[str] = typer.Option(None, "--job-id", help="default: the only running job"),
-    out: Path = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)"),
-    interval: float = typer.Option(60.0, "--interval", help="seconds between readings"),
-    once: bool = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop"),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="stop after this many seconds"),
+    out: Path = ChunksOutOpt,
+    interval: float = IntervalOpt,
+    once: bool = ReadingOnceOpt,
+    timeout: Optional[float] = TimeoutOpt,
     http_timeout: float = typer.Option(10.0, "--http-timeout", help="seconds to wait for the JobManager's answer"),
     as_json: bool = JsonOpt,
 ) -> None:
