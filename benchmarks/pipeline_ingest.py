@@ -15,7 +15,8 @@ already holds them, and prints one JSON line with the load average of the machin
 - ``cli`` (what a user waits for, start-up included): ``--repeat`` times in turn, (1) a bare
   job in a fresh Python process (import PySpark, start a local session, read the traffic files,
   groupBy-sum, collect) and (2) ``streamsched ingest DIR --store S --json`` in a fresh process
-  (a fresh store each time). Wall times of both, the median of the per-turn ratios.
+  (a fresh store each time), each run after the previous one's Spark JVM has exited. Wall
+  times of both, the median of the per-turn ratios.
 - ``watch`` (latency): ``streamsched watch`` runs on a directory into which a replay writes,
   once a second, the rows of one second of event time (``--rows`` rows per ``--window``
   seconds; files written under a hidden name, then renamed, as a collector does). A window
@@ -102,12 +103,31 @@ print(len(df.groupBy("topology", "src_task", "dst_task").agg(F.sum("tuples"), F.
 """
 
 
+def spark_jvms() -> list[int]:
+    """Process ids of the Spark JVMs alive (``pyspark-shell`` on their command line)."""
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if b"pyspark-shell" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                alive.append(int(pid))
+        except OSError:
+            continue
+    return alive
+
+
 def timed(command: list[str]) -> tuple[float, str]:
+    """Wall time and stdout of ``command``; then waits (up to 30 s) for its Spark JVM to finish
+    exiting, which it does after the Python process ends, so the next run does not share the
+    machine with it."""
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{command[:3]}... failed ({done.returncode}): {done.stderr[-2000:]}")
-    return time.perf_counter() - started, done.stdout
+    deadline = time.monotonic() + 30
+    while spark_jvms() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return seconds, done.stdout
 
 
 def cli_mode(args, data: Path) -> dict:

@@ -2,7 +2,8 @@
 progress line goes to stderr while ``--json`` keeps stdout one JSON document; the merge of a
 partition sorted by group (one ``mapInArrow``) gives what merging each group alone gives, wherever
 the batches cut the groups; a pipeline command loads only the pipeline's command module; the
-Spark session of a Spark command is started from the command line before the options are read.
+Spark session of a Spark command is started from the command line before the options are read,
+handed to the command, then used to start the Python workers.
 (How fast this is is measured in benchmarks/pipeline_ingest.py, docs/benchmarks.md.)
 """
 
@@ -22,6 +23,7 @@ from streamsched.cli import main, spark_start
 from streamsched.pipeline.blocks import read_blocks
 from streamsched.pipeline.generate import generate_metrics
 from streamsched.pipeline.merge import GROUP, MergeWindow, merge_group, merge_sorted
+from streamsched.pipeline.session import WARM_UP_GROUP
 from streamsched.pipeline.sources import DEFAULT_TIME_RANGE
 
 
@@ -90,13 +92,28 @@ def test_command_line_parts_that_start_spark_early():
     assert spark_start._early == {}
 
 
+@pytest.mark.spark
+def test_the_early_session_is_handed_over_then_its_python_workers_are_warmed(spark):
+    assert spark_start.start_early(["ingest", "d"]) == "local[2]"
+    started = spark_start._early["local[2]"]
+    assert spark_start.session("local[2]") is spark  # the active session, not a second one
+    started.join(timeout=300)
+    assert not started.is_alive() and started.error is None
+    tracker = spark.sparkContext.statusTracker()
+    jobs = tracker.getJobIdsForGroup(WARM_UP_GROUP)
+    assert jobs and all(tracker.getJobInfo(job).status == "SUCCEEDED" for job in jobs)
+
+
 def test_a_pipeline_command_loads_only_the_pipeline_commands():
     script = ("import sys; from streamsched.cli import load_commands; load_commands(sys.argv[1]); "
               "print(sorted(m for m in sys.modules if m.startswith('streamsched.cli.')))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", script, "ingest"], capture_output=True, text=True,
                                        check=True).stdout.replace("'", '"'))
     assert "streamsched.cli.pipeline" in loaded
-    assert not {"streamsched.cli.evaluation", "streamsched.cli.optimal", "streamsched.cli.edge"} & set(loaded)
+    # Not the scheduling commands (cli/core.py, with the schedulers, the comparison and the
+    # performance model) either: the options and helpers the commands share are in cli/common.py.
+    assert not {"streamsched.cli.evaluation", "streamsched.cli.optimal", "streamsched.cli.edge",
+                "streamsched.cli.core"} & set(loaded)
     everything = json.loads(subprocess.run([sys.executable, "-c", script, "no-such-command"], capture_output=True,
                                            text=True, check=True).stdout.replace("'", '"'))
     assert {"streamsched.cli.evaluation", "streamsched.cli.optimal", "streamsched.cli.pipeline"} <= set(everything)

@@ -3,129 +3,25 @@
 from __future__ import annotations
 
 import json
-import math
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from streamsched import workloads
 from streamsched.cli.app import app, err_console
+from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, console,
+                                    emit, finite_or_null, load_cluster, load_graph, parse_params, read_placement)
 from streamsched.cli.summaries import placement_lines
 from streamsched.comparison import SORT_KEY, rank_outcomes, resolve_names, run_schedulers
 from streamsched.evaluation.performance import regime
 from streamsched.evaluation.verdict import PRESET, add_predictions, fmt, model_error, verdict
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate as evaluate_placement
-from streamsched.model import Cluster, Placement, TaskGraph, Topology
-from streamsched.model.graph_files import read_graph
+from streamsched.model import Cluster, TaskGraph
 from streamsched.schedulers import available, get_scheduler, scheduler_class
 from streamsched.schedulers.base import schedule_many
-
-#: 120 columns when piped (rich would default to 80 and cut the comparison table).
-console = Console(width=None if sys.stdout.isatty() else 120)
-
-WorkloadOpt = typer.Option(None, "--workload", "-w", help="built-in workload name (see `list workloads`)")
-GraphOpt = typer.Option(None, "--graph", "-g", help="graph: a snapshot directory (as `ingest` prints it) or its .parquet, "
-                        "a read-engine output directory, an edge list (.csv/.parquet/.json), sendgraph JSON, or topology (.yaml)")
-ClusterOpt = typer.Option("homogeneous-10", "--cluster", "-c", help="built-in cluster name or cluster YAML file")
-ParamOpt = typer.Option(None, "--param", "-p", help="scheduler parameter k=v (repeatable)")
-JsonOpt = typer.Option(False, "--json", help="print the full result as JSON instead of a summary")
-
-
-def emit(data: Any, as_json: bool, lines: list[str]) -> None:
-    """``--json``: ``data`` as strict JSON (infinite or NaN figures as null); else the summary
-    ``lines`` (streamsched.cli.summaries)."""
-    if as_json:
-        console.print_json(data=finite_or_null(data), default=str)
-        return
-    for line in lines:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-
-
-def load_graph(workload: Optional[str], graph: Optional[Path]) -> TaskGraph:
-    """The task graph named by ``--workload`` or read from ``--graph``."""
-    if (workload is None) == (graph is None):
-        raise InputError("give exactly one of --workload NAME or --graph FILE")
-    if workload is not None:
-        return workloads.workload(workload)
-    return read_graph_argument(graph)
-
-
-def read_graph_argument(graph: Path) -> TaskGraph:
-    """One graph argument for every command: a snapshot directory of the store (as ``ingest``
-    prints it) or the snapshot's own ``.parquet`` (both read with the manifest's topology name
-    and load unit), a ``read-engine`` output directory (its ``graph.json``), a topology
-    (``.yaml``, or ``.json`` with ``operators``), or a graph file (:func:`read_graph`)."""
-    from streamsched.pipeline.store import MANIFEST, list_snapshots, load_snapshot, read_manifest
-
-    if graph.is_dir():
-        if (graph / MANIFEST).is_file():
-            return load_snapshot(graph)
-        if (graph / "graph.json").is_file():
-            return read_graph(graph / "graph.json")
-        if (graph / "snapshots").is_dir():
-            snapshots = list_snapshots(graph)
-            latest = f"; its latest: {snapshots[-1]}" if snapshots else " (it holds none yet)"
-            raise InputError(f"{graph}: a snapshot store; give one of its snapshot directories{latest}")
-        raise InputError(f"{graph}: a directory, but neither a snapshot ({MANIFEST}) nor a read-engine output "
-                         "(graph.json)")
-    if not graph.exists():
-        raise InputError(f"{graph}: file not found")
-    if graph.suffix.lower() == ".parquet" and (graph.parent / MANIFEST).is_file():
-        try:
-            is_snapshot = read_manifest(graph.parent).get("graph") == graph.name
-        except InputError:  # a manifest.json of something else: read the file as it is
-            is_snapshot = False
-        if is_snapshot:
-            return load_snapshot(graph.parent)
-    suffix = graph.suffix.lower()
-    if suffix in (".yaml", ".yml"):
-        return TaskGraph.from_topology(Topology.load(graph))
-    if suffix == ".json" and graph.exists():
-        from streamsched.io import read_document
-
-        if isinstance(read_document(graph), dict) and "operators" in read_document(graph):
-            return TaskGraph.from_topology(Topology.load(graph))
-    return read_graph(graph)
-
-
-def load_cluster(spec: str) -> Cluster:
-    """A built-in cluster name, or a YAML/JSON cluster file."""
-    path = Path(spec)
-    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
-        return Cluster.load(path)
-    return workloads.cluster(spec)
-
-
-def read_placement(path: Path, graph: TaskGraph, nodes: Cluster) -> Placement:
-    """A placement file for ``graph`` on ``nodes``; one made for another cluster (its name, or
-    its content fingerprint, differs) is refused (exit 2) rather than read by node names."""
-    from streamsched.io import read_document
-
-    data = read_document(path)
-    if isinstance(data, dict):
-        made_for, fingerprint = data.get("cluster"), data.get("cluster_hash")
-        if (isinstance(made_for, str) and made_for != nodes.name
-                or isinstance(fingerprint, str) and fingerprint != nodes.fingerprint()):
-            raise InputError(f"{path}: made for cluster {made_for!r} (fingerprint {fingerprint}), not {nodes.name!r} "
-                             f"(fingerprint {nodes.fingerprint()}); give its cluster with --cluster")
-    return Placement.from_dict(data, graph, nodes, where=str(path))
-
-
-def check_output_file(path: Optional[Path], option: str = "--out") -> None:
-    """Before any work: ``path`` must be writable as a file (its directory exists, it is not a
-    directory), else one line naming it (exit 2)."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise InputError(f"{path}: Is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"{path}: No such file or directory")
 
 
 def check_isolation_topologies(scheduler: str, params: dict[str, Any], names: list[str]) -> None:
@@ -144,17 +40,6 @@ def safe_name(name: str) -> str:
     """A graph name usable inside a file name (``/``, ``\\`` and leading dots replaced)."""
     cleaned = "".join(c if c.isalnum() or c in "-_.+=" else "_" for c in name).lstrip(".")
     return cleaned[:100] or "graph"
-
-
-def parse_params(pairs: Optional[list[str]]) -> dict[str, Any]:
-    """``["k=v", ...]`` -> dict; values stay strings (schedulers coerce them by declaration)."""
-    out: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--param {pair!r}: expected k=v")
-        out[key.strip()] = value.strip()
-    return out
 
 
 @app.command("list")
@@ -379,18 +264,6 @@ def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows:
                   f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})", highlight=False,
                   soft_wrap=True)
     console.print(decision["text"], highlight=False, markup=False, soft_wrap=True)
-
-
-def finite_or_null(value: Any) -> Any:
-    """``value`` with every infinite or NaN float replaced by None (JSON has no such numbers:
-    a gap of inf without a bound must still print as a document every parser reads)."""
-    if isinstance(value, dict):
-        return {k: finite_or_null(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_or_null(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _fmt(value: Any) -> str:

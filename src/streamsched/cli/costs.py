@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import ClusterOpt, load_cluster, read_placement
+from streamsched.cli.common import ClusterOpt, load_cluster, read_placement
 from streamsched.errors import InputError
 from streamsched.evaluation.cost_regression import WEIGHTINGS, Window, fit_costs
 from streamsched.pipeline.store import MANIFEST, list_snapshots, load_snapshot, read_manifest

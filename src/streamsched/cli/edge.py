@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app
-from streamsched.cli.core import finite_or_null
+from streamsched.cli.common import finite_or_null
 from streamsched.errors import InputError
 
 console = Console()

@@ -19,7 +19,7 @@ import yaml
 from rich.console import Console
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import finite_or_null
+from streamsched.cli.common import finite_or_null
 from streamsched.cli.summaries import reading_lines
 from streamsched.errors import InputError
 from streamsched.model import Cluster, Placement, TaskGraph

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import (ClusterOpt, GraphOpt, JsonOpt, WorkloadOpt, emit, load_cluster, load_graph,
-                                  read_placement)
+from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, WorkloadOpt, emit, load_cluster, load_graph,
+                                    read_placement)
 from streamsched.cli.summaries import prediction_lines
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.registry import experiments

@@ -9,8 +9,8 @@ from typing import Optional
 import typer
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
-                                  load_cluster, load_graph, parse_params, read_placement)
+from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
+                                    load_cluster, load_graph, parse_params, read_placement)
 from streamsched.cli.summaries import replan_lines
 from streamsched.errors import InputError
 from streamsched.metrics import evaluate as evaluate_placement

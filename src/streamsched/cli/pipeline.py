@@ -14,8 +14,8 @@ import typer
 from rich.console import Console
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.core import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, emit, load_cluster, load_graph,
-                                  parse_params, read_placement)
+from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
+                                    load_cluster, load_graph, parse_params, read_placement)
 from streamsched.cli.summaries import (demo_lines, generated_lines, log_collected_lines, rest_collected_lines,
                                        watch_lines)
 from streamsched.errors import InputError
@@ -264,7 +264,6 @@ def export(
     Deployments pinned by node affinity; docs/engines.md)."""
     from streamsched.engines.exports import export as export_placement
     from streamsched.pipeline.store import load_snapshot
-    from streamsched.cli.core import check_output_file
 
     check_output_file(out)
 

@@ -22,21 +22,28 @@ _early: dict[str, "_Start"] = {}
 
 class _Start(threading.Thread):
     """``spark_session(master)`` in a daemon thread (a command that fails first does not wait
-    for it; the JVM ends with the process)."""
+    for it; the JVM ends with the process), which then warms the session's Python workers
+    (:func:`~streamsched.pipeline.session.warm_python_workers`) while the command, handed the
+    session as soon as it is ``ready``, plans its jobs."""
 
     def __init__(self, master: str):
         super().__init__(name="streamsched-spark-start", daemon=True)
         self.master = master
         self.session: Any = None
         self.error: BaseException | None = None
+        self.ready = threading.Event()
 
     def run(self) -> None:
         try:
-            from streamsched.pipeline.session import spark_session
+            from streamsched.pipeline.session import spark_session, warm_python_workers
 
             self.session = spark_session(self.master)
         except BaseException as exc:  # handed to the command that asks for the session
             self.error = exc
+            return
+        finally:
+            self.ready.set()
+        warm_python_workers(self.session)
 
 
 def command_of(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -78,7 +85,7 @@ def session(master: str) -> Any:
         from streamsched.pipeline.session import spark_session
 
         return spark_session(master)
-    started.join()
+    started.ready.wait()
     if started.error is not None:
         raise started.error
     return started.session

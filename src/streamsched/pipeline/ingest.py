@@ -120,7 +120,7 @@ def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.
     (each a Python worker to feed; a task costs a few tenths of a second to start), the files
     dealt largest first to the least loaded task; ``progress`` counts the files and records."""
     tasks = min(len(files), 2 * spark.sparkContext.defaultParallelism)
-    share: list[list[str]] = [[] for _ in range(tasks)]
+    share: list[list[str]] = [[] for _ in range(tasks)]  # task k (row id k of spark.range) reads share[k]
     size = [0] * tasks
     for f in sorted(files, key=lambda f: (-f.stat().st_size, str(f))):
         k = size.index(min(size))
@@ -132,8 +132,8 @@ def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for paths in batch.column("paths").to_pylist():
-                for path in paths:
+            for task in batch.column("id").to_pylist():
+                for path in share[task]:
                     for block in read_blocks(path, kind, time_range):
                         if rows_read is not None and block.column("part")[0].as_py() == "count":
                             rows_read.add(block.column("rows")[0].as_py())
@@ -141,8 +141,7 @@ def _native(spark: SparkSession, files: list[Path], kind: str, options: sources.
                     if files_read is not None:
                         files_read.add(1)
 
-    rows = spark.sparkContext.parallelize([(paths,) for paths in share], tasks).toDF("paths array<string>")
-    return rows.mapInArrow(read, BLOCK)
+    return spark.range(tasks, numPartitions=tasks).mapInArrow(read, BLOCK)
 
 
 def _blocks(df: DataFrame, kind: str, checked: bool) -> DataFrame:

@@ -71,6 +71,8 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("INFO" if loud else "ERROR")
+    if is_local(master) and not os.environ.get("PYSPARK_PYTHON"):
+        session.sparkContext.pythonExec = sys.executable  # our session: its workers run our interpreter
     if not is_local(master):
         ship_package(session)
         check_executors(session)
@@ -135,6 +137,34 @@ def check_executors(spark: SparkSession) -> None:
         where = "; ".join(f"{host} ({python}) lacks {names}" for host, python, names in lacking)
         raise InputError(f"executors cannot run the pipeline: {where} (install them in the executors' Python, "
                          f"or name one that has them with spark.pyspark.python)")
+
+
+#: Job group of :func:`warm_python_workers`' job.
+WARM_UP_GROUP = "streamsched-warm-up"
+
+
+def _import_task_modules(batches: Iterator) -> Iterator:
+    import streamsched.pipeline.blocks  # noqa: F401  (numpy, pyarrow)
+    import streamsched.pipeline.merge  # noqa: F401
+
+    yield from batches
+
+
+def warm_python_workers(spark: SparkSession) -> None:
+    """Start the session's Python workers (one per core) and import the pipeline's task modules
+    in them. A fresh session's first Python job waits seconds for that (the JVM's Arrow
+    runner, the daemon and its workers importing PySpark, pandas and pyarrow); run in the
+    background, it overlaps the command's own planning, and the workers are reused by the
+    command's jobs (``spark.python.worker.reuse``). A failure is only logged: the command's
+    own first job meets the same cause and reports it."""
+    sc = spark.sparkContext
+    try:
+        with python_workers(spark):
+            sc.setJobGroup(WARM_UP_GROUP, "start the Python workers")
+            frame = spark.range(sc.defaultParallelism, numPartitions=sc.defaultParallelism)
+            frame.mapInArrow(_import_task_modules, frame.schema).collect()
+    except Exception as exc:  # noqa: BLE001  (Py4J, Spark's and the workers' errors alike)
+        log.debug("warming the Python workers failed: %s", exc)
 
 
 @contextmanager
