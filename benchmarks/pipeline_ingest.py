@@ -11,7 +11,9 @@ already holds them, and prints one JSON line with the load average of the machin
   typed read, ``groupBy(topology, src, dst).sum``, collect; (2) ``ingest`` (validation,
   quarantine, duplicates, unknown tasks, windowed rates, snapshot). The better of the two times
   of each is used (the first run of each pays for warming the JVM or the Python workers): rows/s
-  of each, the ratio ingest / bare, the peak RSS of the Spark JVM and of Python.
+  of each, the ratio ingest / bare, the peak RSS of the Spark JVM and of Python. Also the floor
+  of any ingest that finds duplicates: the bare aggregation plus a duplicate search in Spark's
+  own expressions (:func:`duplicate_floor`), as a ratio to the bare aggregation.
 - ``cli`` (what a user waits for, start-up included): ``--repeat`` times in turn, (1) a bare
   job in a fresh Python process (import PySpark, start a local session, read the traffic files,
   groupBy-sum, collect) and (2) ``streamsched ingest DIR --store S --json`` in a fresh process
@@ -86,14 +88,31 @@ def bare(spark, directory: Path, fmt: str) -> float:
     return time.perf_counter() - start
 
 
+def duplicate_floor(spark, directory: Path, fmt: str) -> float:
+    """The bare aggregation plus the least an exact duplicate search costs, both in Spark's own
+    expressions (no Python): rows of a pair at the same timestamp counted, one shuffle of every
+    row (the bare aggregation combines rows before its shuffle). No ingest that quarantines
+    duplicates can be faster than this."""
+    from pyspark.sql import functions as F
+
+    start = time.perf_counter()
+    pattern = str(directory / f"traffic-*.{fmt}")
+    reader = spark.read.schema(TRAFFIC)
+    df = reader.parquet(pattern) if fmt == "parquet" else reader.option("header", True).csv(pattern)
+    df.groupBy("topology", "src_task", "dst_task").agg(F.sum("tuples"), F.sum("bytes")).collect()
+    df.groupBy("topology", "src_task", "dst_task", "timestamp").count().filter(F.col("count") > 1).count()
+    return time.perf_counter() - start
+
+
 #: The bare job of ``--mode cli``, in a fresh process: what a user of PySpark would write, with
-#: the session settings streamsched uses (no UI, few shuffle partitions, Spark's logs quiet).
+#: the session settings streamsched uses on one machine (no UI, few shuffle partitions, no
+#: adaptive execution, Spark's logs quiet).
 BARE_JOB = """
 import sys
 from pyspark.sql import SparkSession, functions as F
 directory, fmt, master, log4j = sys.argv[1:5]
 spark = (SparkSession.builder.master(master).config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.sql.shuffle.partitions", "4").config("spark.sql.adaptive.enabled", "false")
          .config("spark.driver.extraJavaOptions", "-Dlog4j2.configurationFile=" + log4j).getOrCreate())
 schema = "timestamp double, topology string, src_task long, dst_task long, tuples double, bytes double"
 reader = spark.read.schema(schema)
@@ -265,9 +284,10 @@ def main() -> None:
     spark = spark_session(args.master, args.memory)
     store = Path(args.dir) / "store"
     shutil.rmtree(store, ignore_errors=True)
-    bare_runs, ingest_runs = [], []
+    bare_runs, floor_runs, ingest_runs = [], [], []
     for _ in range(2):
         bare_runs.append(bare(spark, data, args.format))
+        floor_runs.append(duplicate_floor(spark, data, args.format))
         if not ingest_runs:
             jvm_after_bare = jvm_peak_rss_mb()
         started = time.perf_counter()
@@ -281,6 +301,8 @@ def main() -> None:
         "bare_s": [round(t, 2) for t in bare_runs], "ingest_s": [round(t, 2) for t in ingest_runs],
         "bare_rows_per_s": round(summary["traffic_rows"] / bare_s), "ingest_rows_per_s": round(rows / ingest_s),
         "ratio_ingest_over_bare": round(ingest_s / bare_s, 2),
+        "duplicate_floor_s": [round(t, 2) for t in floor_runs],
+        "ratio_duplicate_floor_over_bare": round(min(floor_runs) / bare_s, 2),
         "jvm_peak_rss_mb_after_bare": round(jvm_after_bare), "jvm_peak_rss_mb": round(jvm_peak_rss_mb()),
         "python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "python_worker_peak_rss_mb": round(worker_peak_rss_mb()),

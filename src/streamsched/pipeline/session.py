@@ -51,7 +51,8 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
     ``spark://host:7077``, ``yarn``...
 
     Settings verified for PySpark 4 (../shared/reference/formats.md): UI off, UTC, few shuffle
-    partitions on one machine, ANSI mode left on (casts go through ``try_cast``).
+    partitions and no adaptive execution on one machine, ANSI mode left on (casts go through
+    ``try_cast``).
     """
     active = SparkSession.getActiveSession()
     if active is not None:  # e.g. the test suite's session, or a notebook's: leave its settings
@@ -65,7 +66,10 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
     )
     if is_local(master):
-        builder = builder.config("spark.sql.shuffle.partitions", "4")
+        # Few shuffle partitions on one machine, chosen here (and by the ingest's explicit
+        # repartitions), so adaptive execution has nothing to coalesce; it would only re-plan
+        # between the stages of every job (about half a second an ingest, measured).
+        builder = builder.config("spark.sql.shuffle.partitions", "4").config("spark.sql.adaptive.enabled", "false")
     loud = verbose()
     if not loud and QUIET_LOG4J2.is_file():
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}")
