@@ -3,19 +3,23 @@ progress line goes to stderr while ``--json`` keeps stdout one JSON document; th
 partition sorted by group (one ``mapInArrow``) gives what merging each group alone gives, wherever
 the batches cut the groups; a pipeline command loads only the pipeline's command module; the
 Spark session of a Spark command is started from the command line before the options are read,
-handed to the command, then used to start the Python workers.
+handed to the command, then used to start the Python workers, which import the installed
+(compiled) PySpark rather than Spark's zip of its sources.
 (How fast this is is measured in benchmarks/pipeline_ingest.py, docs/benchmarks.md.)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyspark
 import pytest
 
 from streamsched import workloads
@@ -102,6 +106,34 @@ def test_the_early_session_is_handed_over_then_its_python_workers_are_warmed(spa
     tracker = spark.sparkContext.statusTracker()
     jobs = tracker.getJobIdsForGroup(WARM_UP_GROUP)
     assert jobs and all(tracker.getJobInfo(job).status == "SUCCEEDED" for job in jobs)
+
+
+WORKER_PYSPARK = """
+import os
+from streamsched.pipeline.session import spark_session
+spark = spark_session("local[1]")
+def where(rows):
+    import pyspark
+    yield pyspark.__file__
+print(spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()[0])
+print("SPARK_HOME" in os.environ)
+"""
+
+
+def test_local_workers_import_the_installed_pyspark_not_its_source_zip(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYSPARK_PYTHON")}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", WORKER_PYSPARK], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    worker_pyspark, home_left_set = done.stdout.split()
+    # Spark's own home puts .../pyspark/python/lib/pyspark.zip first on the workers' path.
+    assert ".zip" not in worker_pyspark
+    assert Path(worker_pyspark) == Path(pyspark.__file__)  # the installed, compiled PySpark
+    assert home_left_set == "False"  # the process environment is left as it was
+    (home,) = (tmp_path / "streamsched").glob("spark-home-*")
+    assert sorted(p.name for p in home.iterdir()) == ["bin", "jars", "sbin"]
+    assert (home / "jars").resolve() == Path(pyspark.__file__).parent / "jars"
 
 
 def test_a_pipeline_command_loads_only_the_pipeline_commands():

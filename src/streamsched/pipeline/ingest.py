@@ -187,21 +187,25 @@ def _merge(frames: list[DataFrame], merge_window: MergeWindow, declared: dict[st
     blocks = reduce(DataFrame.unionByName, frames)
     blocks = blocks.repartition(blocks.sparkSession.sparkContext.defaultParallelism, *GROUP)
     merged = blocks.sortWithinPartitions(*GROUP).mapInArrow(merge, BLOCK)
-    merged.write.mode("append").partitionBy("part").parquet(str(out))
+    merged.write.mode("append").parquet(str(out))
     errors = _written(out, "error", ["raw"])
     if errors.num_rows:
         raise InputError(sorted(errors.column("raw").to_pylist())[0])
 
 
 def _written(out: Path, part: str, columns: list[str] | None = None, tagged: bool = False) -> pa.Table:
-    """The rows of one ``part`` that :func:`_merge` wrote to ``out`` (Parquet files in
-    ``out/part=<part>``), read on the driver with pyarrow: a few summaries and counts, where a
-    Spark job would cost more than reading them; ``tagged`` adds the column ``part``."""
-    directory = out / f"part={part}"
-    schema = pa.schema([f for f in ARROW_BLOCK if f.name != "part" and (columns is None or f.name in columns)])
-    table = (ds.dataset(str(directory), format="parquet", schema=schema).to_table() if directory.is_dir()
-             else schema.empty_table())
-    return table.append_column("part", pa.array([part] * table.num_rows, pa.string())) if tagged else table
+    """The rows of one ``part`` that :func:`_merge` wrote to ``out``, read on the driver with
+    pyarrow: a few summaries and counts, where a Spark job would cost more than reading them;
+    ``tagged`` keeps the column ``part``."""
+    keep = [f.name for f in ARROW_BLOCK if (columns is None or f.name in columns or (tagged and f.name == "part"))]
+    return _output(out).to_table(columns=keep, filter=pc.field("part") == part)
+
+
+def _output(out: Path) -> ds.Dataset:
+    """What :func:`_merge` wrote to ``out`` (every ``part`` in the same files: a writer
+    partitioned by ``part`` costs Spark a sort and a file per part and task)."""
+    files = sorted(str(f) for f in out.glob("*.parquet")) if out.is_dir() else []
+    return ds.dataset(files, format="parquet", schema=ARROW_BLOCK)
 
 
 # --------------------------------------------------------------------------- windows
@@ -460,15 +464,15 @@ def _run(spark: SparkSession, groups: dict[str, list[Path]], store: str | Path, 
         small = pa.concat_tables([_written(work, part, tagged=True) for part in ("summary", "count")])
         quarantine_path = None
         first_rejected = None
-        bad = ds.dataset(str(work / "part=rejected"), format="parquet") if (work / "part=rejected").is_dir() else None
-        reasons = bad.to_table(columns=["reason"]).column("reason") if bad is not None else pa.array([], pa.string())
+        output, is_rejected = _output(work), pc.field("part") == "rejected"
+        reasons = output.to_table(columns=["reason"], filter=is_rejected).column("reason")
         rejected = {r["values"]: int(r["counts"]) for r in pc.value_counts(reasons).to_pylist()}
         if rejected:
             quarantine_path = Path(store) / "quarantine" / run_id
             columns = ["source", "kind", "raw", "reason"]
-            ds.write_dataset(bad.scanner(columns=columns), quarantine_path, format="parquet",
+            ds.write_dataset(output.scanner(columns=columns, filter=is_rejected), quarantine_path, format="parquet",
                              basename_template="part-{i}.parquet")
-            first_rejected = bad.head(1, columns=columns).to_pylist()[0]
+            first_rejected = output.head(1, columns=columns, filter=is_rejected).to_pylist()[0]
     finally:
         shutil.rmtree(work, ignore_errors=True)
         with contextlib.suppress(OSError):
