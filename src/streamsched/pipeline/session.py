@@ -15,14 +15,19 @@ import logging
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
+from py4j.java_gateway import JavaGateway
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 import streamsched
@@ -59,28 +64,29 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:  # e.g. the test suite's session, or a notebook's: leave its settings
         return active
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("streamsched-pipeline")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", memory)
-        .config("spark.ui.showConsoleProgress", "false")
+    conf = (
+        SparkConf().setMaster(master)
+        .setAppName("streamsched-pipeline")
+        .set("spark.ui.enabled", "false")
+        .set("spark.sql.session.timeZone", "UTC")
+        .set("spark.driver.memory", memory)
+        .set("spark.ui.showConsoleProgress", "false")
     )
     if is_local(master):
         # Few shuffle partitions on one machine, chosen here (and by the ingest's explicit
         # repartitions), so adaptive execution has nothing to coalesce; it would only re-plan
         # between the stages of every job (about half a second an ingest, measured).
-        builder = builder.config("spark.sql.shuffle.partitions", "4").config("spark.sql.adaptive.enabled", "false")
+        conf.set("spark.sql.shuffle.partitions", "4").set("spark.sql.adaptive.enabled", "false")
     loud = verbose()
     if not loud and QUIET_LOG4J2.is_file():
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}")
+        conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}")
     own_workers = is_local(master) and not os.environ.get("PYSPARK_PYTHON")
     home = compiled_workers_home() if own_workers and "SPARK_HOME" not in os.environ else None
     if home is not None:
         os.environ["SPARK_HOME"] = str(home)  # read once, when PySpark launches the JVM
     try:
-        session = builder.getOrCreate()
+        SparkContext.getOrCreate(conf) if SparkContext._gateway else SparkContext(conf=conf, gateway=_gateway(conf, loud))
+        session = SparkSession.builder.config(conf=conf).getOrCreate()
     finally:
         if home is not None:
             del os.environ["SPARK_HOME"]
@@ -91,6 +97,26 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
         ship_package(session)
         check_executors(session)
     return session
+
+
+#: What Spark's launcher makes the JVM print on stderr at every start (its default options
+#: add ``--add-modules=jdk.incubator.vector``); no JVM option silences it.
+JVM_START_WARNING = b"WARNING: Using incubator modules:"
+
+
+def _gateway(conf: SparkConf, loud: bool) -> JavaGateway:
+    """PySpark's JVM launched with its stderr read by a daemon thread, which passes every line
+    on to ours except, unless ``loud``, the launcher's :data:`JVM_START_WARNING`: a command that
+    fails on bad input prints its one error line, not that line too."""
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+
+    def forward(stream: IO[bytes]) -> None:
+        for line in stream:
+            if loud or not line.startswith(JVM_START_WARNING):
+                os.write(2, line)
+
+    threading.Thread(target=forward, args=(gateway.proc.stderr,), name="spark-jvm-stderr", daemon=True).start()
+    return gateway
 
 
 def compiled_workers_home() -> Path | None:
