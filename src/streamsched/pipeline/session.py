@@ -85,8 +85,11 @@ def spark_session(master: str = "local[2]", memory: str = "2g") -> SparkSession:
     if home is not None:
         os.environ["SPARK_HOME"] = str(home)  # read once, when PySpark launches the JVM
     try:
-        SparkContext.getOrCreate(conf) if SparkContext._gateway else SparkContext(conf=conf, gateway=_gateway(conf, loud))
-        session = SparkSession.builder.config(conf=conf).getOrCreate()
+        if SparkContext._gateway is None:  # this process's first JVM: launched here, its stderr read
+            SparkContext(conf=conf, gateway=_gateway(conf, loud))
+        else:
+            SparkContext.getOrCreate(conf)
+        session = SparkSession.builder.getOrCreate()  # the SQL settings come with the context's conf
     finally:
         if home is not None:
             del os.environ["SPARK_HOME"]
@@ -109,6 +112,8 @@ def _gateway(conf: SparkConf, loud: bool) -> JavaGateway:
     on to ours except, unless ``loud``, the launcher's :data:`JVM_START_WARNING`: a command that
     fails on bad input prints its one error line, not that line too."""
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    if gateway.proc is None:  # under spark-submit: its JVM was there already
+        return gateway
 
     def forward(stream: IO[bytes]) -> None:
         for line in stream:
