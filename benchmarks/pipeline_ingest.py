@@ -172,12 +172,14 @@ def cli_mode(args, data: Path) -> dict:
 
 
 def _second_of_rows(graph, second: int, rows: int, rng: np.random.Generator, start: float) -> str:
-    """``rows`` traffic rows of event second ``second`` over the graph's pairs (CSV text)."""
+    """``rows`` traffic rows of event second ``second`` over the graph's pairs (CSV text); the
+    timestamps are written from whole microseconds, so none rounds up into the next second."""
     pair = rng.integers(0, len(graph.src), rows)
-    ts = start + second + np.sort(rng.random(rows))
+    micros = np.sort(rng.integers(0, 1_000_000, rows))
     src, dst = np.asarray(graph.task_ids)[graph.src[pair]], np.asarray(graph.task_ids)[graph.dst[pair]]
     tuples = rng.integers(1, 1000, rows)
-    lines = [f"{t:.6f},{graph.name},{a},{b},{n},{n * 100}" for t, a, b, n in zip(ts, src, dst, tuples)]
+    whole = int(start) + second
+    lines = [f"{whole}.{u:06d},{graph.name},{a},{b},{n},{n * 100}" for u, a, b, n in zip(micros, src, dst, tuples)]
     return "timestamp,topology,src_task,dst_task,tuples,bytes\n" + "\n".join(lines) + "\n"
 
 
