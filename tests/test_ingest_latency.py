@@ -27,7 +27,7 @@ from streamsched.cli import main, spark_start
 from streamsched.pipeline.blocks import read_blocks
 from streamsched.pipeline.generate import generate_metrics
 from streamsched.pipeline.merge import GROUP, MergeWindow, merge_group, merge_sorted
-from streamsched.pipeline.session import WARM_UP_GROUP
+from streamsched.pipeline.session import WARM_UP_GROUP, compiled_workers_home
 from streamsched.pipeline.sources import DEFAULT_TIME_RANGE
 
 
@@ -134,6 +134,17 @@ def test_local_workers_import_the_installed_pyspark_not_its_source_zip(tmp_path)
     (home,) = (tmp_path / "streamsched").glob("spark-home-*")
     assert sorted(p.name for p in home.iterdir()) == ["bin", "jars", "sbin"]
     assert (home / "jars").resolve() == Path(pyspark.__file__).parent / "jars"
+
+
+def test_a_spark_home_with_dangling_links_is_built_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    home = compiled_workers_home()
+    for link in home.iterdir():  # as if the PySpark it linked to had been removed and reinstalled
+        link.unlink()
+        link.symlink_to(tmp_path / "gone" / link.name)
+    assert compiled_workers_home() == home
+    assert (home / "bin" / "spark-submit").is_file()
+    assert not (home / "python").exists()
 
 
 def test_a_pipeline_command_loads_only_the_pipeline_commands():

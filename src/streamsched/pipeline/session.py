@@ -140,8 +140,9 @@ def compiled_workers_home() -> Path | None:
     digest = hashlib.sha256(str(installed).encode()).hexdigest()[:12]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "streamsched"
     home = cache / f"spark-home-{pyspark.__version__}-{digest}"
-    if home.is_dir():
+    if (home / "bin" / "spark-submit").is_file() and (home / "jars").is_dir():
         return home
+    shutil.rmtree(home, ignore_errors=True)  # links left dangling by an installation since removed
     building = None
     try:
         cache.mkdir(parents=True, exist_ok=True)
@@ -154,7 +155,7 @@ def compiled_workers_home() -> Path | None:
         if building is not None:
             shutil.rmtree(building, ignore_errors=True)
         log.debug("no Spark home without pyspark.zip (%s): the workers import PySpark's zip", exc)
-    return home if home.is_dir() else None
+    return home if (home / "bin" / "spark-submit").is_file() else None
 
 
 def is_local(master: str) -> bool:
