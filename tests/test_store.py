@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -67,3 +68,20 @@ def test_reingesting_the_same_files_reuses_the_snapshot_unless_forced(spark, tmp
     forced = ingest(spark, [inputs], store, Window(seconds=10), force=True)
     assert not forced["reused"] and forced["snapshots"] != first["snapshots"]
     assert not any((store / "tmp").iterdir()) if (store / "tmp").exists() else True
+
+
+def test_input_key_reads_a_file_once_then_again_once_it_changed(tmp_path, monkeypatch):
+    """The CLI's check for an earlier ingest and the ingest both key the input: one read of each
+    file, unless it changed in between."""
+    data = tmp_path / "traffic-1.csv"
+    data.write_text("a\n")
+    reads = []
+    digest = hashlib.file_digest
+    monkeypatch.setattr(hashlib, "file_digest", lambda handle, name: reads.append(handle.name) or digest(handle, name))
+    first = st.input_key([data], {})
+    assert st.input_key([data], {}) == first and reads == [str(data)]
+    data.write_text("b, longer\n")
+    changed = st.input_key([data], {})
+    assert len(reads) == 2
+    # By hand: SHA-256 of the settings as JSON, then of each file's content hash.
+    assert changed == hashlib.sha256(b"{}" + hashlib.sha256(b"b, longer\n").hexdigest().encode()).hexdigest()

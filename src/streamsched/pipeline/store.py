@@ -18,6 +18,7 @@ the core model): no Spark needed to read a store.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -232,6 +233,15 @@ def input_key(files: list[str | Path], settings: dict[str, Any]) -> str:
 
 
 def _file_hash(path: str | Path) -> str:
+    """SHA-256 of a file's content, read once per process while its identity, size and
+    modification time stay the same (the CLI's check for an earlier ingest and the ingest
+    itself both need it: gigabytes of input were read twice)."""
+    stat = os.stat(path)
+    return _content_hash(str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _content_hash(path: str, inode: int, size: int, mtime_ns: int) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
