@@ -1,6 +1,7 @@
 """What the first Python (Arrow) job of a fresh local Spark session costs, against a second one
 and a JVM-only CSV aggregation of the same session (issue 15: the part of `ingest`'s start-up
-no change inside streamsched removes).
+that the bare job does not pay; `ingest` now overlaps it with its planning and shortens it,
+docs/benchmarks.md).
 
     nice .venv/bin/python benchmarks/spark_python_start.py METRICS_DIR
 

@@ -5,11 +5,11 @@ traffic. Each job: one task per native file parses, checks and packs it into blo
 pyarrow (:func:`.blocks.read_blocks`, Arrow's CSV reader being several times faster than
 Spark's); the other sources (:mod:`.sources`) are read by Spark and packed the same way; the
 blocks are grouped by task pair (or task) and :func:`.merge.merge_group` finds duplicates and
-unknown tasks and reduces each group to a summary; everything is written once, partitioned by
-``part`` (summaries, rejected rows, counts). The driver then computes the rates R(ti, tj) and
-loads L(ti) of the window from the summaries (i-scheduler.txt 4.1, t3-scheduler.txt 4.1) and
-:mod:`.store` writes one snapshot per topology. Every run checks and reports
-``rows_read = rows_accepted + sum(rows_quarantined.values()) + rows_system`` (``rows_system``:
+unknown tasks and reduces each group to a summary; everything is written once, as one Parquet
+dataset whose column ``part`` tells summaries, rejected rows and counts apart. The driver then
+computes the rates R(ti, tj) and loads L(ti) of the window from the summaries (i-scheduler.txt
+4.1, t3-scheduler.txt 4.1) and :mod:`.store` writes one snapshot per topology. Every run checks
+and reports ``rows_read = rows_accepted + sum(rows_quarantined.values()) + rows_system`` (``rows_system``:
 lines of Storm's own components and streams, neither traffic nor quarantine). An ingest that
 accepts no row, or gives no traffic between tasks, is an InputError saying why.
 """
@@ -179,7 +179,7 @@ def _records(records: DataFrame, counted: bool) -> list[DataFrame]:
 def _merge(frames: list[DataFrame], merge_window: MergeWindow, declared: dict[str, set[int]] | None,
            out: Path) -> None:
     """Group the blocks, merge every group (:func:`.merge.merge_group`) and append the result
-    to ``out``, partitioned by ``part``; a file that could not be read is an InputError."""
+    to ``out`` (:func:`_output`); a file that could not be read is an InputError."""
     def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return merge_sorted(batches, merge_window, declared)
 
