@@ -1,0 +1,81 @@
+"""Saved captures: the REST answers of each snapshot under their REST paths (package docstring)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from streamsched.engines.flink.documents import (
+    CAPTURE_FILE,
+    FORMAT,
+    Capture,
+    Snapshot,
+    _get,
+)
+from streamsched.errors import InputError
+from streamsched.io import read_document
+
+
+def save_capture(capture: Capture, directory: str | Path) -> Path:
+    """Write ``capture.json`` and one directory per snapshot (layout in the module docstring)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for k, snap in enumerate(capture.snapshots):
+        root = directory / str(k)
+        for key, doc in sorted(snap.documents.items()):
+            path = root / f"{key}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        entries.append({"dir": str(k), "time": snap.time})
+    manifest = {"format": FORMAT, "url": capture.url, "job_id": capture.job_id, "snapshots": entries}
+    (directory / CAPTURE_FILE).write_text(json.dumps(manifest, indent=1) + "\n")
+    return directory
+
+
+def _read_tree(root: Path) -> dict[str, Any]:
+    documents = {}
+    for path in sorted(root.rglob("*.json")):
+        key = path.relative_to(root).as_posix()[: -len(".json")]
+        if key == "capture":
+            continue
+        documents[key] = read_document(path)
+    return documents
+
+
+def load_capture(directory: str | Path) -> Capture:
+    """Read what :func:`save_capture` wrote, or a bare directory of REST responses."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError(f"{directory}: not a directory")
+    manifest_path = directory / CAPTURE_FILE
+    if manifest_path.is_file():
+        manifest = read_document(manifest_path)
+        w = str(manifest_path)
+        if _get(manifest, "format", w, str) != FORMAT:
+            raise InputError(f"{w}.format: expected {FORMAT!r}")
+        job_id = _get(manifest, "job_id", w, str)
+        snapshots = []
+        for k, entry in enumerate(_get(manifest, "snapshots", w, list)):
+            ew = f"{w}.snapshots[{k}]"
+            sub = _get(entry, "dir", ew, str)
+            when = _get(entry, "time", ew, (int, float))
+            root = directory / sub
+            if not root.is_dir():
+                raise InputError(f"{ew}.dir: {root} is not a directory")
+            snapshots.append(Snapshot(float(when), _read_tree(root), str(root)))
+        if not snapshots:
+            raise InputError(f"{w}.snapshots: empty")
+        url = manifest.get("url") if isinstance(manifest.get("url"), str) else None
+        return Capture(job_id, tuple(snapshots), url, str(directory))
+    documents = _read_tree(directory)
+    jobs = sorted(key.split("/")[1] for key in documents if re.fullmatch(r"jobs/[^/]+", key))
+    if len(jobs) != 1:
+        raise InputError(f"{directory}: expected {CAPTURE_FILE} or exactly one jobs/<job id>.json, found "
+                         f"{len(jobs)}{': ' + ', '.join(jobs) if jobs else ''}")
+    job = documents[f"jobs/{jobs[0]}"]
+    now = job.get("now") if isinstance(job, dict) else None
+    when = float(now) / 1000.0 if isinstance(now, (int, float)) and not isinstance(now, bool) else 0.0
+    return Capture(jobs[0], (Snapshot(when, documents, str(directory)),), None, str(directory))
