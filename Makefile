@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test setup system bench clean
+.PHONY: demo test test-fast setup system bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q --durations=15
+
+# The inner loop: every test that starts no JVM (tests/conftest.py marks the others; a test that
+# starts one unmarked fails here), well under 2 minutes.
+test-fast: setup
+	STREAMSCHED_TEST_TIER=fast $(BIN)/python -m pytest -q -m "not spark and not slow" --durations=10
 
 bench: setup
 	$(BIN)/python benchmarks/bench_core.py
