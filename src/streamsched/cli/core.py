@@ -14,12 +14,13 @@ from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, console,
                                     emit, finite_or_null, load_cluster, load_graph, parse_params, read_placement)
 from streamsched.cli.summaries import placement_lines
-from streamsched.comparison import SORT_KEY, rank_outcomes, resolve_names, run_schedulers
+from streamsched.comparison import SORT_KEY, Outcome, placement_row, rank_outcomes, resolve_names, run_schedulers
+from streamsched.evaluation.engine_models import CALIBRATED_ENGINES, fitted_model, no_model_text
 from streamsched.evaluation.performance import regime
-from streamsched.evaluation.verdict import PRESET, add_predictions, fmt, model_error, verdict
+from streamsched.evaluation.verdict import CURRENT, PRESET, add_predictions, fmt, model_error, verdict
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate as evaluate_placement
-from streamsched.model import Cluster, TaskGraph
+from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.schedulers import available, get_scheduler, scheduler_class
 from streamsched.schedulers.base import schedule_many
 
@@ -186,6 +187,9 @@ def compare(
     report: Optional[Path] = typer.Option(None, "--report", help="also write an HTML report (charts, placement pictures, predicted throughput) with .csv/.json beside it"),
     model: str = typer.Option(PRESET, "--model", help="fitted parameter set of the predictions and the verdict: "
                               "the one fitted on the hardware nearest the cluster's (docs/evaluation.md, Calibration)"),
+    current: Optional[Path] = typer.Option(
+        None, "--current", help="the job's running placement (placement.json of read-engine; found there by itself "
+                                "when --graph is a read-engine output): a row 'current' and the verdict's baseline"),
 ) -> None:
     """Run several schedulers on one workload and cluster and compare them: rows ranked by
     inter-node traffic (then predicted throughput), the best marked, and a verdict against even
@@ -204,21 +208,40 @@ def compare(
         if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
             raise InputError(f"--param {key}: no selected scheduler declares it")
     model_name, model = model, regime(model)
+    running = _running_placement(current, graph, task_graph, nodes)
+    engine_model, no_model = None, None
+    engine = running.metadata.get("engine") if running is not None else None
+    if isinstance(engine, str) and engine not in CALIBRATED_ENGINES:
+        engine_model = fitted_model(engine)
+        if engine_model is None:
+            no_model = no_model_text(engine)
+        else:
+            model_name, model = f"{engine}-fitted", engine_model.params
     with err_console.status("comparing") as status:
         on_start = lambda n: status.update(f"running {n} on {task_graph.name}")  # noqa: E731
         if report is None:
             outcomes = run_schedulers(task_graph, nodes, names, params, seed, on_start=on_start)
-            add_predictions(outcomes, task_graph, nodes, model)
+            if running is not None:
+                outcomes.append(Outcome(placement_row(CURRENT, task_graph, nodes, running), running))
+            if no_model is None:
+                add_predictions(outcomes, task_graph, nodes, model)
         else:
             from streamsched.evaluation.report import check_report_path, write_report
             from streamsched.evaluation.report import run_schedulers as run_with_predictions
 
             check_report_path(report)
             outcomes = run_with_predictions(task_graph, nodes, names, params, seed, model=model, on_start=on_start)
+            if running is not None:
+                outcomes.append(Outcome(placement_row(CURRENT, task_graph, nodes, running), running))
+                if no_model is None:
+                    add_predictions(outcomes, task_graph, nodes, model)
         outcomes = rank_outcomes(outcomes)
         rows = [o.row for o in outcomes]
-        error, error_source = model_error(model_name)
-        decision = verdict(rows, error, model_name, error_source)
+        if engine_model is not None:
+            error, error_source = engine_model.error, engine_model.source
+        else:
+            error, error_source = model_error(model_name)
+        decision = verdict(rows, error, model_name, error_source, no_model=no_model)
         if report is not None:
             status.update(f"writing {report}")
             written = write_report(report, task_graph, nodes, outcomes, model=model, seed=seed, verdict=decision)
@@ -241,6 +264,29 @@ def compare(
                               f"infeasible (first reason: {reason})")
 
 
+def _running_placement(current: Optional[Path], graph: Optional[Path], task_graph: TaskGraph,
+                       nodes: Cluster) -> Optional[Placement]:
+    """The job's running placement: ``--current``, else the ``placement.json`` a read-engine
+    output directory holds beside ``--graph`` when it says ``current`` and was made for this
+    cluster (a note on stderr says it is the baseline)."""
+    if current is not None:
+        return read_placement(current, task_graph, nodes)
+    if graph is None:
+        return None
+    beside = (graph if graph.is_dir() else graph.parent) / "placement.json"
+    if not beside.is_file() or (not graph.is_dir() and graph.name != "graph.json"):
+        return None
+    try:
+        found = read_placement(beside, task_graph, nodes)
+    except InputError as exc:
+        err_console.print(f"note: {beside} not used as the running placement: {exc}", highlight=False)
+        return None
+    if not found.metadata.get("current"):
+        return None
+    err_console.print(f"baseline: the running placement {beside} (row 'current')", highlight=False)
+    return found
+
+
 def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: list[dict[str, Any]],
                          decision: dict[str, Any]) -> None:
     """The ranked rows (best marked), then the sort key and the verdict line."""
@@ -260,9 +306,12 @@ def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows:
             err_console.print(f"{row['scheduler']}: {row['error']}", highlight=False)
         if row.get("status") == "skipped":
             err_console.print(f"{row['scheduler']}: skipped: {row['reason']}", highlight=False)
-    console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
-                  f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})", highlight=False,
-                  soft_wrap=True)
+    if decision["model"] is None:
+        console.print(f"ranked by {SORT_KEY}; {decision['model_error_source']}", highlight=False, soft_wrap=True)
+    else:
+        console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
+                      f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})", highlight=False,
+                      soft_wrap=True)
     console.print(decision["text"], highlight=False, markup=False, soft_wrap=True)
 
 
