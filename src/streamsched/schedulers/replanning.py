@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -335,6 +335,11 @@ class Decision:
     moved: int
     snapshot: str | None = None
     assignment: str | None = None
+    #: Inter-node traffic (tuples/s) of this window's measured rates on the placement the
+    #: engine ran during it (None when the engine's placement is unknown), and the same of the
+    #: next window: the traffic measured before and after the decision.
+    measured_before: float | None = None
+    measured_after: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -344,7 +349,14 @@ class Decision:
 class Replanner:
     """Holds the current assignment per topology; re-plans each new graph with the scheduler's
     :meth:`~streamsched.schedulers.base.Scheduler.replan` (``replan_options``, e.g.
-    ``{"threshold_pct": 1.0}``) and emits an assignment when a task moves."""
+    ``{"threshold_pct": 1.0}``) and emits an assignment when a task moves.
+
+    ``running(graph, cluster)``, when given, is the placement the engine runs now (``collect flink``'s
+    :func:`~streamsched.pipeline.collect_rest.running_placement`, or None): the first window of a
+    topology starts from it instead of a fresh schedule, every window is re-planned from it
+    (what runs, whether or not the last assignment was applied), and each decision records the
+    inter-node traffic measured on it (``measured_before``; the next window's is the decision's
+    ``measured_after``, also logged as a ``measured`` line)."""
 
     scheduler: Replans
     cluster: Cluster
@@ -353,12 +365,31 @@ class Replanner:
     out_dir: Path | None = None
     current: dict[str, tuple[TaskGraph, Placement, Cluster]] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
+    running: Callable[[TaskGraph, Cluster], Placement | None] | None = None
 
     def on_graph(self, graph: TaskGraph, snapshot: str | None = None) -> Decision:
+        observed = self.running(graph, self.cluster) if self.running is not None else None
+        measured = None if observed is None else inter_node_traffic(graph, observed)
+        self._measured_after(graph.name, measured)
+        if observed is not None:
+            self.current[graph.name] = (graph, observed, self.cluster)
         if graph.name not in self.current:
             placement = self.scheduler.schedule(graph, self.cluster, seed=self.seed)
             return self._emit(graph, placement, "snapshot", "initial", None, inter_node_traffic(graph, placement),
                               None, graph.n_tasks, snapshot)
+        return self._replan(graph, snapshot, measured)
+
+    def _measured_after(self, topology: str, measured: float | None) -> None:
+        """The last decision on ``topology`` gets this window's measured traffic as its after."""
+        last = next((d for d in reversed(self.decisions) if d.topology == topology), None)
+        if last is None or measured is None or last.measured_after is not None:
+            return
+        last.measured_after = measured
+        if self.out_dir is not None:
+            self._write_line({"topology": topology, "measured": "after", "decision": self.decisions.index(last) + 1,
+                              "inter_node_traffic": measured})
+
+    def _replan(self, graph: TaskGraph, snapshot: str | None, measured: float | None) -> Decision:
         old_graph, old, old_cluster = self.current[graph.name]
         current = carry_over(graph, self.cluster, old_graph, old, old_cluster)
         placement = self.scheduler.replan(graph, self.cluster, current, seed=self.seed, **self.replan_options)
@@ -366,14 +397,15 @@ class Replanner:
         after = inter_node_traffic(graph, placement)
         proposed = float(placement.metadata.get("traffic_fresh", after))
         if set(graph.task_ids.tolist()) - set(old_graph.task_ids.tolist()):
-            return self._emit(graph, placement, "snapshot", "new-tasks", None, after, None, moved, snapshot)
+            return self._emit(graph, placement, "snapshot", "new-tasks", None, after, None, moved, snapshot, measured)
         before = inter_node_traffic(graph, current) if np.all(current.node_of >= 0) else None
         gain = 100.0 * (before - proposed) / before if before else None
         if moved:
             why = "repair" if placement.metadata.get("replan") == "kept" else "improvement"
-            return self._emit(graph, placement, "snapshot", why, before, proposed, gain, moved, snapshot)
+            return self._emit(graph, placement, "snapshot", why, before, proposed, gain, moved, snapshot, measured)
         self.current[graph.name] = (graph, placement, self.cluster)
-        return self._log(Decision(graph.name, "snapshot", False, "below-threshold", before, proposed, gain, 0, snapshot))
+        return self._log(Decision(graph.name, "snapshot", False, "below-threshold", before, proposed, gain, 0,
+                                  snapshot, measured_before=measured))
 
     def resume(self, graph: TaskGraph, assignment: dict[str, Any]) -> None:
         """Take up an assignment a previous run emitted (:meth:`Placement.to_dict` JSON) as the
@@ -400,7 +432,7 @@ class Replanner:
                                   inter_node_traffic(graph, repaired), None, repaired.metadata["moved"], None))
         return out
 
-    def _emit(self, graph, placement, trigger, why, before, after, gain, moved, snapshot) -> Decision:
+    def _emit(self, graph, placement, trigger, why, before, after, gain, moved, snapshot, measured=None) -> Decision:
         self.current[graph.name] = (graph, placement, self.cluster)
         path = None
         if self.out_dir is not None:
@@ -410,13 +442,16 @@ class Replanner:
                 number += 1  # an earlier run's assignment (a restarted loop): keep it
             placement.write(path, graph, self.cluster)
         decision = Decision(graph.name, trigger, True, why, before, after, gain, moved, snapshot,
-                            str(path) if path else None)
+                            str(path) if path else None, measured_before=measured)
         return self._log(decision)
 
     def _log(self, decision: Decision) -> Decision:
         self.decisions.append(decision)
         if self.out_dir is not None:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            with open(self.out_dir / "decisions.jsonl", "a") as handle:
-                handle.write(json.dumps(decision.to_dict()) + "\n")
+            self._write_line(decision.to_dict())
         return decision
+
+    def _write_line(self, record: dict[str, Any]) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.out_dir / "decisions.jsonl", "a") as handle:
+            handle.write(json.dumps(record) + "\n")
