@@ -17,7 +17,7 @@ import numpy as np
 
 from streamsched import workloads
 from streamsched.evaluation.experiments.fischer import fischer_chains, fischer_cluster
-from streamsched.evaluation.performance import ModelParams, predict, regime
+from streamsched.performance import ModelParams, predict, regime
 from streamsched.evaluation.report import run_schedulers, write_report
 from streamsched.model import Placement
 from streamsched.schedulers import available

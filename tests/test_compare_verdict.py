@@ -13,10 +13,10 @@ import pytest
 
 from streamsched import workloads
 from streamsched.cli import main
-from streamsched.comparison import Outcome, placement_row, rank, rank_outcomes, run_schedulers
+from streamsched.evaluation.comparison import Outcome, placement_row, rank, rank_outcomes, run_schedulers
 from streamsched.evaluation.experiments.registry import build_cluster, build_graph
-from streamsched.evaluation import performance
-from streamsched.evaluation.performance import ModelParams, predict, regime
+from streamsched import performance
+from streamsched.performance import ModelParams, predict, regime
 from streamsched.evaluation.verdict import PRESET, add_predictions, fmt, model_error, verdict
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import Placement

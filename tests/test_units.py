@@ -13,7 +13,7 @@ import pytest
 
 from streamsched import metrics, workloads
 from streamsched.cli import main
-from streamsched.comparison import compare, resolve_names
+from streamsched.evaluation.comparison import compare, resolve_names
 from streamsched.engines.heron import heron_packing_plan
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster

@@ -95,7 +95,7 @@ def read_graph_argument(graph: Path) -> TaskGraph:
     if suffix in (".yaml", ".yml"):
         return TaskGraph.from_topology(Topology.load(graph))
     if suffix == ".json" and graph.exists():
-        from streamsched.io import read_document
+        from streamsched.model.io import read_document
 
         if isinstance(read_document(graph), dict) and "operators" in read_document(graph):
             return TaskGraph.from_topology(Topology.load(graph))
@@ -116,7 +116,7 @@ def load_cluster(spec: str) -> Cluster:
 def read_placement(path: Path, graph: TaskGraph, nodes: Cluster) -> Placement:
     """A placement file for ``graph`` on ``nodes``; one made for another cluster (its name, or
     its content fingerprint, differs) is refused (exit 2) rather than read by node names."""
-    from streamsched.io import read_document
+    from streamsched.model.io import read_document
     from streamsched.model import Placement
 
     data = read_document(path)

@@ -14,9 +14,9 @@ from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, console,
                                     emit, finite_or_null, load_cluster, load_graph, parse_params, read_placement)
 from streamsched.cli.summaries import placement_lines
-from streamsched.comparison import SORT_KEY, Outcome, placement_row, rank_outcomes, resolve_names, run_schedulers
+from streamsched.evaluation.comparison import SORT_KEY, Outcome, placement_row, rank_outcomes, resolve_names, run_schedulers
 from streamsched.evaluation.engine_models import CALIBRATED_ENGINES, fitted_model, no_model_text
-from streamsched.evaluation.performance import regime
+from streamsched.performance import regime
 from streamsched.evaluation.verdict import CURRENT, PRESET, add_predictions, fmt, model_error, verdict
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate as evaluate_placement

@@ -17,7 +17,7 @@ from streamsched.cli.summaries import prediction_lines
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.registry import experiments
 from streamsched.evaluation.experiments.runner import reproduce as run_reproduction
-from streamsched.evaluation.performance import REGIMES, describe, predict as predict_placement, regime
+from streamsched.performance import REGIMES, describe, predict as predict_placement, regime
 from streamsched.schedulers import available
 
 console = Console()

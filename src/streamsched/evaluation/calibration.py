@@ -12,7 +12,7 @@ towards :class:`ModelParams`' defaults, so that directions the data do not const
 :func:`calibrate` fits every hardware, reports the error of every cell in and out of sample
 (leave-one-experiment-out: each experiment's rows are refitted without them and predicted) and
 whether each paper's ordering of schedulers is reproduced. ``benchmarks/calibrate_model.py``
-writes the result to ``data/model_calibration.json``, which :mod:`.performance` reads.
+writes the result to ``data/model_calibration.json``, which :mod:`streamsched.performance` reads.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import Any, Iterable
 import numpy as np
 from scipy.optimize import least_squares
 
-from streamsched.comparison import params_for
+from streamsched.evaluation.comparison import params_for
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.registry import build_cluster, build_graph
-from streamsched.evaluation.performance import ModelParams, predict
+from streamsched.performance import ModelParams, predict
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.schedulers import scheduler_class

@@ -11,7 +11,7 @@ File format ``streamsched.engine-model/1`` (JSON)::
     {"format": "streamsched.engine-model/1", "engine": "flink",
      "fitted_on": "what was measured: benchmark, command, machine, date",
      "measurements": 24,                 # placements x jobs measured
-     "params": {...},                    # ModelParams fields (evaluation.performance)
+     "params": {...},                    # ModelParams fields (streamsched.performance)
      "held_out_error_pct": {"median": 12.0, "n": 24}}
 
 The measurements such a fit needs from Flink, per subtask and placement: busy, idle and
@@ -29,7 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 from streamsched.errors import InputError
-from streamsched.evaluation.performance import ModelParams
+from streamsched.performance import ModelParams
 
 FORMAT = "streamsched.engine-model/1"
 #: Engines the calibration's own sets were fitted on (the papers measured Storm).

@@ -16,10 +16,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from streamsched.comparison import Outcome
-from streamsched.comparison import run_schedulers as compare_runs
+from streamsched.evaluation.comparison import Outcome
+from streamsched.evaluation.comparison import run_schedulers as compare_runs
 from streamsched.errors import InputError
-from streamsched.evaluation.performance import ModelParams, describe_params, predict, regime
+from streamsched.performance import ModelParams, describe_params, predict, regime
 from streamsched.evaluation.pictures import (MAX_PICTURE_TASKS, before_after, metric_bars, moved_tasks, node_view,
                                              svg, traffic_and_load, tradeoff)
 from streamsched.metrics import evaluate
@@ -60,7 +60,7 @@ CHARTS = (
 def run_schedulers(graph: TaskGraph, cluster: Cluster, names: Iterable[str], params: dict[str, Any] | None = None,
                    seed: int = 0, model: ModelParams | None = None,
                    on_start: Callable[[str], None] | None = None) -> list[Outcome]:
-    """:func:`streamsched.comparison.run_schedulers`, each row extended with the model's prediction."""
+    """:func:`streamsched.evaluation.comparison.run_schedulers`, each row extended with the model's prediction."""
     model = model or ModelParams()
     outcomes = compare_runs(graph, cluster, list(names), params, seed, on_start)
     for outcome in outcomes:

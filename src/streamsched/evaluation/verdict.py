@@ -1,7 +1,7 @@
 """The verdict of a comparison: which placement to use, what it gains against Storm's ``even``,
 and whether placement matters at all within the performance model's error.
 
-Rows come from :func:`streamsched.comparison.rank` (the best first), with the model's predicted
+Rows come from :func:`streamsched.evaluation.comparison.rank` (the best first), with the model's predicted
 throughput (:func:`add_predictions`, preset :data:`PRESET`). The verdict names the best
 scheduler and its change against ``even`` in inter-node traffic (i-scheduler.txt eq. 3) and in
 predicted throughput. When every placement's prediction lies within the model's stated error of
@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from streamsched.comparison import SORT_KEY, Outcome
+from streamsched.evaluation.comparison import SORT_KEY, Outcome
 from streamsched.errors import InputError
-from streamsched.evaluation import performance
-from streamsched.evaluation.performance import ModelParams, predict, regime
+from streamsched import performance
+from streamsched.performance import ModelParams, predict, regime
 from streamsched.model.cluster import Cluster
 from streamsched.model.taskgraph import TaskGraph
 

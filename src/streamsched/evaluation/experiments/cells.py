@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from streamsched.evaluation.performance import ModelParams, regime
+from streamsched.performance import ModelParams, regime
 from streamsched.model.cluster import Cluster
 from streamsched.model.taskgraph import TaskGraph
 
