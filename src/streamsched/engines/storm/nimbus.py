@@ -127,7 +127,7 @@ def decode_topology(path: Path):
     """The ``StormTopology`` of a ``stormcode.ser`` file; ``InputError`` naming the file when it
     is not gzip or not a complete Thrift-binary ``StormTopology``."""
     from thriftpy2.protocol import TBinaryProtocolFactory
-    from thriftpy2.utils import deserialize
+    from thriftpy2.utils import deserialize, serialize
 
     data = _gunzip(path)
     module = _thrift()
@@ -135,6 +135,10 @@ def decode_topology(path: Path):
         topology = deserialize(module.StormTopology(), data, TBinaryProtocolFactory())
     except Exception as exc:  # thriftpy2 raises its transport/protocol errors, or ValueError/TypeError
         raise InputError(f"{path}: not a Thrift-binary StormTopology ({type(exc).__name__}: {exc})") from None
+    decoded = len(serialize(topology, TBinaryProtocolFactory()))
+    if decoded != len(data):  # thriftpy2 stops quietly at a cut and skips fields it does not know
+        raise InputError(f"{path}: not a complete Thrift-binary StormTopology (its fields encode {decoded} of "
+                         f"{len(data)} bytes: truncated, or fields of unknown ids or types)")
     if topology.spouts is None or topology.bolts is None:
         raise InputError(f"{path}: StormTopology without its required 'spouts' and 'bolts' maps (truncated?)")
     return topology
