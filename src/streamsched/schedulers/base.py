@@ -364,9 +364,11 @@ class _Occupancy:
         self.dedicated[dedicated] -= 1
 
 
-def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
+def schedule_many(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
                   skip_infeasible: bool = False) -> list[Placement | None]:
-    """Place several topologies on one cluster, in order, each on what the earlier ones left.
+    """Place several topologies on one cluster, in order, each on what the earlier ones left
+    (``scheduler`` one for all, or a list of one per graph: Storm's ``even`` with each
+    topology's ``topology.workers``).
 
     Works for every scheduler: each graph is scheduled on a :class:`ResidualCluster`, and its
     worker numbers are mapped back to the node's free slot numbers. Nodes a placement lists in
@@ -378,7 +380,7 @@ def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluste
     out: list[Placement | None] = []
     for k, graph in enumerate(graphs):
         try:
-            placement = scheduler.schedule(graph, occupancy.residual(), seed=seed)
+            placement = _nth(scheduler, k).schedule(graph, occupancy.residual(), seed=seed)
         except InfeasibleError:
             if not skip_infeasible:
                 raise
@@ -388,7 +390,11 @@ def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluste
     return out
 
 
-def reschedule_each(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluster,
+def _nth(scheduler: Scheduler | list[Scheduler], k: int) -> Scheduler:
+    return scheduler[k] if isinstance(scheduler, list) else scheduler
+
+
+def reschedule_each(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph], cluster: Cluster,
                     placements: list[Placement | None], seed: int = 0) -> list[tuple[Placement | None, str | None, float]]:
     """Storm's second phase of ``TestLargeCluster``: with every placed topology on ``cluster``,
     take each in turn off (``Cluster.unassign``) and schedule it again on what the others hold,
@@ -404,7 +410,7 @@ def reschedule_each(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Clus
         if k in occupancy.held:
             occupancy.remove(k)
         try:
-            placement = occupancy.add(k, graph, scheduler.schedule(graph, occupancy.residual(), seed=seed))
+            placement = occupancy.add(k, graph, _nth(scheduler, k).schedule(graph, occupancy.residual(), seed=seed))
             reason = None
         except InfeasibleError as exc:
             placement, reason = None, str(exc)
