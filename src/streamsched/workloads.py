@@ -23,7 +23,8 @@ Workloads (``workload_names()``):
 Clusters (``cluster_names()``): ``homogeneous-10`` (10 x capacity 4), ``heterogeneous-10``
 (3 x 6 + 3 x 4 + 4 x 2), ``high-low-H-L`` (the I-/T3-Scheduler VMs: high = 4 cores, 4 GiB,
 4 slots, capacity 16; low = 2 cores, 2 GiB, 2 slots, capacity 8; 2.7 GHz), ``thesis-9`` (the
-nine supervisors of thesis Table 4.1; ``thesis-9-sK`` with K slots each, Table 4.2).
+nine supervisors of thesis Table 4.1; ``thesis-9-sK`` with K slots each, Table 4.2),
+``storm-large-01/02/03`` (the supervisor layouts of Storm's ``TestLargeCluster``, racks included).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from streamsched.model.cluster import Cluster, Node
 from streamsched.model.limits import check_nodes, check_operators, check_tasks
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.topology import Operator, Stream, Topology
+from streamsched.model.units import CORES
 
 MICRO_SIZES = tuple(range(10, 33, 2))
 
@@ -388,15 +390,53 @@ CLUSTER_DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "thesis-9-sK": ("thesis-9 with K worker slots per node (the scenarios S1-S6)", "thesis Tables 4.1-4.2"),
     "fischer-N": ("N iMacs (4 cores at 2.7 GHz, 1 Gbps), one worker slot, capacity 8 tasks (the demo: N = 11)",
                   "fischer-metis-scheduler.txt IV-D"),
+    "storm-large-01": ("1,312 supervisors in 16 racks: 3,600/3,500 % CPU, 178,000 MB (racks 0-11), 2,400/2,300 %, "
+                       "118,100 MB (12-13), 1,200/1,100 %, 42,480 MB (14-15); 50 slots (capacity in cores)",
+                       "Storm TestLargeCluster.getSupervisorDistribution01"),
+    "storm-large-02": ("1,922 supervisors in 21 racks, 10 kinds of machine (capacity in cores)",
+                       "Storm TestLargeCluster.getSupervisorDistribution02"),
+    "storm-large-03": ("80 supervisors in 2 racks: 1,100 % CPU, 58,829 MB, 12 slots (capacity in cores)",
+                       "Storm TestLargeCluster.getSupervisorDistribution03"),
+}
+
+#: Storm's TestLargeCluster.SupervisorDistribution: (count, rack, slots, memory MB, CPU %) rows.
+STORM_LARGE: dict[str, tuple[tuple[int, str, int, int, int], ...]] = {
+    "storm-large-01": tuple(row for rack in range(16) for row in (
+        (41, f"r{rack:03d}", 50, *((178_000, 3600) if rack < 12 else (118_100, 2400) if rack < 14 else (42_480, 1200))),
+        (41, f"r{rack:03d}", 50, *((178_000, 3500) if rack < 12 else (118_100, 2300) if rack < 14 else (42_480, 1100))))),
+    "storm-large-02": (
+        (78, "r001", 12, 42461, 1100), (146, "r002", 36, 181362, 3500), (18, "r003", 36, 181362, 3500),
+        (120, "r004", 36, 181362, 3500), (24, "r005", 36, 181362, 3500), (16, "r005", 48, 177748, 4700),
+        (12, "r006", 18, 88305, 1800), (368, "r006", 36, 181205, 3500), (62, "r007", 48, 177748, 4700),
+        (50, "r008", 36, 181348, 3500), (64, "r008", 48, 177748, 4700), (74, "r009", 48, 177748, 4700),
+        (74, "r010", 48, 177748, 4700), (10, "r011", 48, 177748, 4700), (78, "r012", 24, 120688, 2300),
+        (150, "r013", 48, 177748, 4700), (76, "r014", 36, 181362, 3500), (38, "r015", 48, 174431, 4700),
+        (78, "r016", 36, 181375, 3500), (72, "r017", 36, 181362, 3500), (80, "r018", 36, 181362, 3500),
+        (76, "r019", 36, 181362, 3500), (78, "r020", 24, 120696, 2300), (80, "r021", 24, 120696, 2300)),
+    "storm-large-03": ((40, "r001", 12, 58829, 1100), (40, "r002", 12, 58829, 1100)),
 }
 
 
+def storm_large_cluster(name: str) -> Cluster:
+    """A layout of :data:`STORM_LARGE`: supervisor ``<rack>s<index in rack>``, capacity and
+    cores = CPU % / 100 (loads in cores: Storm's percent of a core / 100), RAM, slots, rack."""
+    nodes, seen = [], {}
+    for count, rack, slots, memory, cpu in STORM_LARGE[name]:
+        for _ in range(count):
+            seen[rack] = seen.get(rack, -1) + 1
+            nodes.append(Node(f"{rack}s{seen[rack]:03d}", capacity=cpu / 100.0, slots=slots, cores=cpu // 100,
+                              ram_mb=float(memory), rack=rack))
+    return Cluster(name, tuple(nodes), capacity_unit=CORES)
+
+
 def cluster_names() -> list[str]:
-    return ["homogeneous-10", "heterogeneous-10", "high-low-H-L", "thesis-9", "thesis-9-sK", "fischer-N"]
+    return ["homogeneous-10", "heterogeneous-10", "high-low-H-L", "thesis-9", "thesis-9-sK", "fischer-N", *STORM_LARGE]
 
 
 def cluster(name: str) -> Cluster:
     """The built-in cluster ``name``."""
+    if name in STORM_LARGE:
+        return storm_large_cluster(name)
     if name == "homogeneous-10":
         return Cluster.from_types(name, (10, {"capacity": 4.0}))
     if name == "heterogeneous-10":

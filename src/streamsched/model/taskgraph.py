@@ -42,6 +42,10 @@ class TaskGraph:
     ``max_per_node`` (most tasks of it on one node, 0 = no limit; Storm's
     ``maxNodeCoLocationCnt``) and ``slot_group`` (Flink's slot sharing group) feed the
     co-location rule (:mod:`streamsched.model.colocation`); empty tuples: no limit, one group.
+
+    Storm's resource-aware scheduling adds a per-worker limit: ``onheap_mb[t]`` is the JVM heap
+    part of ``memory_mb[t]`` and ``worker_heap_mb`` the most heap one worker process of the graph
+    may hold (``topology.worker.max.heap.size.mb``; 0 = no limit). Graph files do not keep them.
     """
 
     name: str
@@ -57,11 +61,14 @@ class TaskGraph:
     load_unit: str = TASKS
     max_per_node: tuple[int, ...] = ()
     slot_group: tuple[str, ...] = ()
+    onheap_mb: np.ndarray | None = None
+    worker_heap_mb: float = 0.0
 
     @classmethod
     def build(cls, name: str, operator_names, task_operator, load, src, dst, rate,
               bytes_rate=None, task_ids=None, memory_mb=None, merge_duplicates: bool = True,
-              where: str | None = None, load_unit: str = TASKS, max_per_node=(), slot_group=()) -> TaskGraph:
+              where: str | None = None, load_unit: str = TASKS, max_per_node=(), slot_group=(), onheap_mb=None,
+              worker_heap_mb: float = 0.0) -> TaskGraph:
         """Validate and freeze arrays; parallel edges between the same ordered pair are summed."""
         where = where or f"graph {name!r}"
         check_unit(load_unit, f"{where}: load_unit")
@@ -76,6 +83,11 @@ class TaskGraph:
         memory_mb = np.zeros(n) if memory_mb is None else np.asarray(memory_mb, dtype=np.float64)
         if not (load.shape == task_ids.shape == memory_mb.shape == (n,)):
             raise InputError(f"{where}: task arrays differ in length")
+        onheap_mb = None if onheap_mb is None else np.asarray(onheap_mb, dtype=np.float64)
+        if onheap_mb is not None and (onheap_mb.shape != (n,) or np.any(onheap_mb > memory_mb)):
+            raise InputError(f"{where}: onheap_mb must give one value per task, each at most its memory_mb")
+        if not (worker_heap_mb >= 0):
+            raise InputError(f"{where}: worker_heap_mb must be >= 0, got {worker_heap_mb!r}")
         if not (src.shape == dst.shape == rate.shape == bytes_rate.shape):
             raise InputError(f"{where}: edge arrays differ in length")
         if n and (task_operator.min() < 0 or task_operator.max() >= len(operator_names)):
@@ -111,6 +123,8 @@ class TaskGraph:
             load_unit=load_unit,
             max_per_node=max_per_node,
             slot_group=slot_group,
+            onheap_mb=None if onheap_mb is None else _frozen(onheap_mb, np.float64),
+            worker_heap_mb=float(worker_heap_mb),
         )
 
     @property

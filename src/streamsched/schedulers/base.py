@@ -64,7 +64,7 @@ from streamsched.model.units import check_units
 from streamsched.schedulers.replanning import DEFAULT_THRESHOLD_PCT, adopt_if_better, repair
 
 __all__ = ["FAMILIES", "OBJECTIVES", "STRICT", "PackingFailed", "Param", "ResidualCluster", "Scheduler", "check_fits",
-           "has_edge_nodes", "remaining_capacity", "residual_cluster", "schedule_many"]
+           "has_edge_nodes", "remaining_capacity", "reschedule_each", "residual_cluster", "schedule_many"]
 
 #: Values of the ``family`` and ``objective`` tags the registry accepts.
 FAMILIES = ("cluster", "edge")
@@ -359,6 +359,9 @@ def residual_cluster(cluster: Cluster, used_load: np.ndarray, used_memory: np.nd
     (Isolation) keeps nothing."""
     nodes = []
     for k, node in enumerate(cluster.nodes):
+        if not (used_load[k] or used_memory[k] or used_slots[k] or dedicated[k]):
+            nodes.append(node)
+            continue
         capacity = 0.0 if dedicated[k] else max(node.capacity - float(used_load[k]), 0.0)
         nodes.append(replace(
             node, capacity=capacity, slots=0 if dedicated[k] else node.slots - len(used_slots[k]),
@@ -369,9 +372,62 @@ def residual_cluster(cluster: Cluster, used_load: np.ndarray, used_memory: np.nd
                            occupied=occupied, used_load=tuple(float(x) for x in used_load))
 
 
-def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
+class _Occupancy:
+    """What placed topologies hold on each node of ``cluster``: load, memory, worker slots and
+    dedicated nodes, per topology so that one can be taken off again."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        n = cluster.n_nodes
+        self.load, self.memory = np.zeros(n), np.zeros(n)
+        self.slots: list[set[int]] = [set() for _ in range(n)]
+        self.dedicated = np.zeros(n, dtype=int)
+        self.held: dict[int, tuple[np.ndarray, np.ndarray, list[tuple[int, int]], list[int]]] = {}
+
+    def residual(self) -> ResidualCluster:
+        return residual_cluster(self.cluster, self.load, self.memory, self.slots, self.dedicated > 0)
+
+    def add(self, key: int, graph: TaskGraph, placement: Placement) -> Placement:
+        """Record ``placement`` (made on :meth:`residual`) with its workers mapped to the nodes'
+        free slot numbers; returns the placement on ``cluster``'s slot numbers."""
+        node_of, worker_of = placement.node_of, placement.worker_of.astype(np.int64)
+        mapped = worker_of.copy()
+        for k in np.unique(node_of[worker_of >= 0]).tolist():
+            free = np.array(sorted(set(range(self.cluster.nodes[k].slots)) - self.slots[k]), dtype=np.int64)
+            on = (node_of == k) & (worker_of >= 0)
+            mapped[on] = free[worker_of[on]]
+        return self.hold(key, graph, Placement.build(node_of, mapped, placement.metadata))
+
+    def hold(self, key: int, graph: TaskGraph, placement: Placement) -> Placement:
+        """Record ``placement``, already on ``cluster``'s slot numbers."""
+        n = self.cluster.n_nodes
+        node_of, worker_of = placement.node_of, placement.worker_of
+        pairs = sorted(set(zip(node_of[worker_of >= 0].tolist(), worker_of[worker_of >= 0].tolist())))
+        load = np.bincount(node_of, weights=graph.load, minlength=n)
+        memory = np.bincount(node_of, weights=graph.memory_mb, minlength=n)
+        dedicated = list(placement.metadata.get("dedicated_nodes", []))
+        self.load += load
+        self.memory += memory
+        for k, w in pairs:
+            self.slots[k].add(w)
+        self.dedicated[dedicated] += 1
+        self.held[key] = (load, memory, pairs, dedicated)
+        return placement
+
+    def remove(self, key: int) -> None:
+        load, memory, pairs, dedicated = self.held.pop(key)
+        self.load = np.maximum(self.load - load, 0.0)
+        self.memory = np.maximum(self.memory - memory, 0.0)
+        for k, w in pairs:
+            self.slots[k].discard(w)
+        self.dedicated[dedicated] -= 1
+
+
+def schedule_many(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
                   skip_infeasible: bool = False) -> list[Placement | None]:
-    """Place several topologies on one cluster, in order, each on what the earlier ones left.
+    """Place several topologies on one cluster, in order, each on what the earlier ones left
+    (``scheduler`` one for all, or a list of one per graph: Storm's ``even`` with each
+    topology's ``topology.workers``).
 
     Works for every scheduler: each graph is scheduled on a :class:`ResidualCluster`, and its
     worker numbers are mapped back to the node's free slot numbers. Nodes a placement lists in
@@ -379,28 +435,43 @@ def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluste
     that does not fit raises ``InfeasibleError``, or with ``skip_infeasible`` gets ``None`` and
     takes nothing.
     """
-    n = cluster.n_nodes
-    used_load, used_memory = np.zeros(n), np.zeros(n)
-    used_slots: list[set[int]] = [set() for _ in range(n)]
-    dedicated = np.zeros(n, dtype=bool)
+    occupancy = _Occupancy(cluster)
     out: list[Placement | None] = []
-    for graph in graphs:
-        residual = residual_cluster(cluster, used_load, used_memory, used_slots, dedicated)
+    for k, graph in enumerate(graphs):
         try:
-            placement = scheduler.schedule(graph, residual, seed=seed)
+            placement = _nth(scheduler, k).schedule(graph, occupancy.residual(), seed=seed)
         except InfeasibleError:
             if not skip_infeasible:
                 raise
             out.append(None)
             continue
-        free = [sorted(set(range(node.slots)) - used_slots[k]) for k, node in enumerate(cluster.nodes)]
-        worker_of = np.array([free[k][w] if w >= 0 else w for k, w in
-                              zip(placement.node_of.tolist(), placement.worker_of.tolist())], dtype=np.int32)
-        for k, w in zip(placement.node_of.tolist(), worker_of.tolist()):
-            if w >= 0:
-                used_slots[k].add(w)
-        used_load += np.bincount(placement.node_of, weights=graph.load, minlength=n)
-        used_memory += np.bincount(placement.node_of, weights=graph.memory_mb, minlength=n)
-        dedicated[list(placement.metadata.get("dedicated_nodes", []))] = True
-        out.append(Placement.build(placement.node_of, worker_of, placement.metadata))
+        out.append(occupancy.add(k, graph, placement))
+    return out
+
+
+def _nth(scheduler: Scheduler | list[Scheduler], k: int) -> Scheduler:
+    return scheduler[k] if isinstance(scheduler, list) else scheduler
+
+
+def reschedule_each(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph], cluster: Cluster,
+                    placements: list[Placement | None], seed: int = 0) -> list[tuple[Placement | None, str | None, float]]:
+    """Storm's second phase of ``TestLargeCluster``: with every placed topology on ``cluster``,
+    take each in turn off (``Cluster.unassign``) and schedule it again on what the others hold,
+    keeping the new placement for the following steps. Per graph: (new placement or None, why
+    not, seconds). A graph that was not placed is tried on what the others hold as well."""
+    occupancy = _Occupancy(cluster)
+    for k, (graph, placement) in enumerate(zip(graphs, placements)):
+        if placement is not None:
+            occupancy.hold(k, graph, placement)
+    out: list[tuple[Placement | None, str | None, float]] = []
+    for k, graph in enumerate(graphs):
+        start = time.perf_counter()
+        if k in occupancy.held:
+            occupancy.remove(k)
+        try:
+            placement = occupancy.add(k, graph, _nth(scheduler, k).schedule(graph, occupancy.residual(), seed=seed))
+            reason = None
+        except InfeasibleError as exc:
+            placement, reason = None, str(exc)
+        out.append((placement, reason, time.perf_counter() - start))
     return out
