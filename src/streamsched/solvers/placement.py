@@ -14,13 +14,13 @@ from streamsched.errors import InputError
 from streamsched.solvers.backend import SolverLimitError
 from streamsched.solvers.bounds import grouped_configuration_bound, neighbourhood_bound, structural_groups
 from streamsched.solvers.formulations import (MAX_CONFIGURATIONS, ORDERED_ITEMS, assignment_model, configuration_model,
-                                              find_symmetry)
+                                              cut_model, cut_model_size, find_symmetry)
 from streamsched.solvers.local_search import LocalSearch, adjacency_matrix
 from streamsched.solvers.neighbourhoods import NeighbourhoodSearch
 from streamsched.solvers.problem import PlacementProblem, build_problem, greedy_assignment
 
 BACKENDS = {"cp-sat": "cpsat", "highs": "highs", "cplex": "cplex"}
-FORMULATIONS = ("auto", "configurations", "assignment")
+FORMULATIONS = ("auto", "configurations", "cut", "assignment")
 STATUSES = ("optimal", "feasible", "infeasible", "unknown")
 _CONSTRAINTS = ("memory", "node_memory", "max_items", "pinned", "excluded", "current", "migration_cost")
 
@@ -62,8 +62,9 @@ DEFAULT_MEMORY_LIMIT_MB = 4096.0
 #: solver copies), measured on random DAGs at 0.5-0.8 kB and 0.5-2.6 us per non-zero.
 BYTES_PER_NONZERO = 1500.0
 SECONDS_PER_NONZERO = 5e-6
-#: Shares of the work budget (``work_limit``): neighbourhood search before the whole model, the
-#: whole model, the grouped lower bound; neighbourhood search again has the rest. Local search
+#: Shares of the work budget (``work_limit``): neighbourhood search before the whole model (the
+#: assignment model only; the cut model has this share too), the whole model, the grouped lower
+#: bound; neighbourhood search again has the rest. Local search
 #: on the start stops when no move helps (or after LOCAL_SHARE of the wall time).
 FIRST_NEIGHBOURHOOD_SHARE, MODEL_SHARE, BOUND_SHARE = 0.25, 0.4, 0.15
 LOCAL_SHARE = 0.1
@@ -85,7 +86,11 @@ BYTES_PER_CONFIGURATION_CLASS = 40.0
 SECONDS_PER_RESTRICTED_COLUMN = 1e-4
 
 
-def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0, backend: str = "cp-sat",
+#: Deterministic work (CP-SAT deterministic seconds) of a call that sets no limit.
+DEFAULT_WORK_LIMIT = 10.0
+
+
+def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float | None = None, backend: str = "cp-sat",
                     warm_start=None, seed: int = 0, workers: int = 2, formulation: str = "auto",
                     memory_limit_mb: float = DEFAULT_MEMORY_LIMIT_MB, groups=None, work_limit: float | None = None,
                     **constraints) -> SolveResult:
@@ -96,14 +101,16 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
     loads, capacity : item loads and node capacities (same units).
     src, dst, rate : directed edges between items and their weights (pairs are summed).
     time_limit : wall-clock seconds for the whole call, model building included (theta of
-        [1]_ Algorithm 1); phases check the clock and the best assignment so far
-        is returned.
-    work_limit : the budget the phases share (default ``time_limit``), in CP-SAT deterministic
-        seconds, so that a run stopped by it returns the same assignment every time (the wall
-        clock then only stops a phase on a slow or busy machine).
+        [1]_ Algorithm 1), only when given: phases then also check the clock and the best
+        assignment so far is returned. Default: no wall clock, the work budget alone stops
+        the search, so that a run returns the same assignment and proof on any machine load.
+    work_limit : the budget the phases share, in CP-SAT deterministic seconds (default
+        ``time_limit``, else :data:`DEFAULT_WORK_LIMIT`). HiGHS and CPLEX have no deterministic
+        measure: without ``time_limit`` they get ``work_limit`` wall-clock seconds.
     warm_start : a feasible assignment to start from, or a list of candidate assignments (the
         infeasible ones are skipped); a greedy one is always tried as well.
-    formulation : ``configurations``, ``assignment`` or ``auto`` (the first when it is small).
+    formulation : ``configurations``, ``cut``, ``assignment`` or ``auto`` (the first when it is
+        small, else ``cut``; :mod:`.formulations`).
     memory_limit_mb : the whole model is built only when its estimated size stays below this;
         otherwise local and neighbourhood search alone improve the start (``note`` says so).
     groups : group per item for the grouped lower bound (e.g. the task's operator); default:
@@ -114,9 +121,10 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
 
     Phases: best start (warm starts, greedy), local search (:mod:`.local_search`); then the
     configuration model with reduced-cost fixing when it is small (exact twin classes), else
-    neighbourhood search (:mod:`.neighbourhoods`), the assignment model hinted with the
-    incumbent (when its estimated size fits time and memory), the grouped lower bound
-    (:mod:`.bounds`) and neighbourhood search again until the deadline.
+    the plain cut model hinted with the incumbent (``assignment``: neighbourhood search
+    (:mod:`.neighbourhoods`) first, then the assignment model), when its estimated size fits
+    time and memory; the grouped lower bound (:mod:`.bounds`) and neighbourhood search until
+    the work budget (or deadline) is spent.
     """
     unknown = sorted(set(constraints) - set(_CONSTRAINTS))
     if unknown:
@@ -125,12 +133,18 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
         raise InputError(f"backend: {backend!r} is not one of {', '.join(BACKENDS)}")
     if formulation not in FORMULATIONS:
         raise InputError(f"formulation: {formulation!r} is not one of {', '.join(FORMULATIONS)}")
-    if not time_limit > 0:
+    if time_limit is not None and not time_limit > 0:
         raise InputError(f"time_limit: must be > 0, got {time_limit!r}")
+    work = float(work_limit if work_limit is not None else time_limit if time_limit is not None
+                 else DEFAULT_WORK_LIMIT)
+    if not work > 0:
+        raise InputError(f"work_limit: must be > 0, got {work_limit!r}")
+    if time_limit is None and backend != "cp-sat":
+        time_limit = work
     if not memory_limit_mb > 0:
         raise InputError(f"memory_limit_mb: must be > 0, got {memory_limit_mb!r}")
     started = time.perf_counter()
-    deadline = started + time_limit
+    deadline = math.inf if time_limit is None else started + time_limit
     module = importlib.import_module(f"streamsched.solvers.{BACKENDS[backend]}")
     importlib.import_module("streamsched.solvers.relaxation")  # scipy.optimize: ~1 s on a first call
     problem = build_problem(loads, src, dst, rate, capacity, **constraints)
@@ -148,13 +162,12 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
         start = LocalSearch(problem, adjacency).improve(start, _share(deadline, LOCAL_SHARE))
     symmetry = find_symmetry(problem)
     milp, note = None, ""
-    if formulation != "assignment":
+    if formulation in ("auto", "configurations"):
         milp = configuration_model(problem, symmetry,
                                    configuration_limit(symmetry, start, deadline, memory_limit_mb))
     if milp is None and formulation == "configurations":
         raise InputError("formulation: the configuration model is too large here; use 'assignment' or 'auto'")
-    work = time_limit if work_limit is None else float(work_limit)
-    search = _Search(problem, None, module, seed, workers, deadline, start)
+    search = _Search(problem, None, module, seed, workers, deadline, start, work)
     if milp is not None:
         search.milp = milp
         search.with_reduced_costs()
@@ -170,24 +183,34 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
         # left the whole model and the bound no time at all.
         window_start, window = time.perf_counter(), max(0.0, deadline - time.perf_counter())
         phase_end = lambda share: window_start + share * window
-        search.improve(adjacency, FIRST_NEIGHBOURHOOD_SHARE * work, phase_end(FIRST_NEIGHBOURHOOD_SHARE))
-        nonzeros = assignment_model_size(problem)
+        # The plain cut model runs first (it often proves the optimum outright: the demo graph,
+        # docs/benchmarks.md); the papers' assignment model only after a neighbourhood search
+        # has improved the start it is hinted with.
+        plain = formulation != "assignment"
+        spent = 0.0
+        if not plain:
+            search.improve(adjacency, FIRST_NEIGHBOURHOOD_SHARE * work, phase_end(FIRST_NEIGHBOURHOOD_SHARE))
+            spent = FIRST_NEIGHBOURHOOD_SHARE
+        nonzeros = cut_model_size(problem) if plain else assignment_model_size(problem)
+        kind = "cut" if plain else "assignment"
         megabytes = nonzeros * BYTES_PER_NONZERO / 2**20
         build_seconds = nonzeros * SECONDS_PER_NONZERO
         if megabytes > memory_limit_mb:
-            note = (f"assignment model estimated at {megabytes:,.0f} MB > memory_limit_mb={memory_limit_mb:g}: "
+            note = (f"{kind} model estimated at {megabytes:,.0f} MB > memory_limit_mb={memory_limit_mb:g}: "
                     f"local and neighbourhood search alone")
-        elif build_seconds > BUILD_SHARE * (deadline - time.perf_counter()):
-            note = (f"assignment model would take about {build_seconds:.1f} s to build, more than "
-                    f"{BUILD_SHARE:.0%} of the time left: local and neighbourhood search alone")
+        elif build_seconds > BUILD_SHARE * min(work, deadline - time.perf_counter()):
+            note = (f"{kind} model would take about {build_seconds:.1f} s to build, more than "
+                    f"{BUILD_SHARE:.0%} of the time (or work) left: local and neighbourhood search alone")
         elif not search.proven:
-            search.milp = assignment_model(problem, symmetry)
-            search.run_full(MODEL_SHARE * work, phase_end(FIRST_NEIGHBOURHOOD_SHARE + MODEL_SHARE))
+            search.milp = cut_model(problem) if plain else assignment_model(problem, symmetry)
+            share = MODEL_SHARE + (FIRST_NEIGHBOURHOOD_SHARE if plain else 0.0)
+            search.run_full(share * work, phase_end(spent + share))
+            spent += share
         if not search.proven and not search.infeasible:
-            search.grouped_bound(adjacency, groups, BOUND_SHARE * work,
-                                 phase_end(FIRST_NEIGHBOURHOOD_SHARE + MODEL_SHARE + BOUND_SHARE))
+            search.grouped_bound(adjacency, groups, BOUND_SHARE * work, phase_end(spent + BOUND_SHARE))
+            spent += BOUND_SHARE
         if not search.proven and not search.infeasible:
-            search.improve(adjacency, (1 - FIRST_NEIGHBOURHOOD_SHARE - MODEL_SHARE - BOUND_SHARE) * work)
+            search.improve(adjacency, (1 - spent) * work)
     name = milp.name if milp is not None else search.milp.name if search.milp is not None else "neighbourhoods"
     search.neighbourhood_bound(adjacency)
     if search.infeasible:
@@ -239,8 +262,9 @@ class _Search:
     STAGE_SHARE = 0.5
 
     def __init__(self, problem: PlacementProblem, milp, module, seed: int, workers: int,
-                 deadline: float, start: np.ndarray | None):
+                 deadline: float, start: np.ndarray | None, work: float):
         self.problem, self.milp, self.seed, self.workers, self.deadline = problem, milp, seed, workers, deadline
+        self.work_left = work  # deterministic seconds the whole programs may still use
         self.module = module
         self.best = start
         self.bound = 0.0  # traffic and migration costs are never negative
@@ -300,8 +324,10 @@ class _Search:
         ``milp`` (-inf when it has none)."""
         remaining = max(0.05, (self.deadline - time.perf_counter()) * share)
         hint = None if self.best is None else milp.encode(self.best)
+        work = max(0.001, self.work_left if work is None else min(work, self.work_left))
         raw = self.module.solve(milp, time_limit=remaining, seed=self.seed, workers=self.workers, hint=hint,
                                 work_limit=work)
+        self.work_left -= raw.work
         if raw.values is not None:
             self.offer(milp.decode(raw.values))
         if raw.status == "infeasible":
@@ -333,7 +359,9 @@ class _Search:
 
     def grouped_bound(self, adjacency, groups, work: float, until: float | None = None) -> None:
         """The grouped configuration bound (:mod:`streamsched.solvers.bounds`)."""
-        until = min(self.deadline, time.perf_counter() + work, math.inf if until is None else until)
+        # the wall clock caps the bound's LP and tables at ``work`` seconds only when a deadline is set
+        cap = time.perf_counter() + work if math.isfinite(self.deadline) else math.inf
+        until = min(self.deadline, cap, math.inf if until is None else until)
         if time.perf_counter() >= until:
             return
         if groups is None:
@@ -366,7 +394,7 @@ class _Search:
             return
         self.raise_bound(lp.value, "configuration LP")
         tau = 1e-7  # first the LP-optimal face, then doubling thresholds up to what can still help
-        while not self.proven and time.perf_counter() < self.deadline:
+        while not self.proven and time.perf_counter() < self.deadline and self.work_left > 0:
             needed = self.best_cost - self.step - lp.value  # columns a better solution may use
             threshold = min(tau, needed)
             keep = lp.reduced_cost <= threshold + 1e-9
