@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from streamsched.errors import InfeasibleError, InputError
-from streamsched.metrics import inter_node_traffic
+from streamsched.metrics import cut_traffic, inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import NO_WORKER, Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -243,5 +243,5 @@ def _record(outcome: tuple[str, Any], graph: TaskGraph, report: dict[str, Any], 
     if isinstance(value, str):
         report[name] = value
         return
-    report[name] = float(graph.rate[value[graph.src] != value[graph.dst]].sum())
+    report[name] = cut_traffic(graph.src, graph.dst, graph.rate, value)
     found.append(value)
