@@ -35,7 +35,7 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
-from streamsched.model.limits import check_operators, check_tasks
+from streamsched.model.limits import check_nodes, check_operators, check_tasks
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.topology import Operator, Stream, Topology
 
@@ -229,6 +229,58 @@ _MICRO = {"linear": micro_linear, "diamond": micro_diamond, "star": micro_star}
 _FIXED: dict[str, Callable[[], Topology]] = {**_throughput_variants(), **_applications()}
 
 
+# --------------------------------------------------- Fischer's chains (graphs, not topologies)
+def fischer_chains(name: str, parallelism: int, depth: int, tuple_bytes: float, seed: int) -> TaskGraph:
+    """fischer-metis-scheduler.txt IV-C, Fig. 3: a spout and ``depth`` bolts, ``parallelism``
+    tasks each, joined by fields grouping on one key per chain. Storm routes a key to
+    ``hash(key) mod P``, so stage j's task i feeds stage j+1's task ``perm_j(i)`` for a seeded
+    permutation: the chains are disjoint but not aligned by task index. Spouts emit 1000 tuples/s."""
+    rng = np.random.default_rng(seed)
+    p = parallelism
+    task_operator = np.repeat(np.arange(depth + 1), p)
+    chain = np.arange(p)
+    src, dst = [], []
+    for stage in range(depth):
+        nxt = rng.permutation(p)
+        src.append(stage * p + chain)
+        dst.append((stage + 1) * p + nxt[chain])
+        chain = nxt[chain]
+    src_a, dst_a = np.concatenate(src), np.concatenate(dst)
+    rate = np.full(src_a.size, 1000.0)
+    names = ["spout"] + [f"bolt{i}" for i in range(1, depth + 1)]
+    return TaskGraph.build(name, names, task_operator, np.ones(task_operator.size), src_a, dst_a, rate,
+                           bytes_rate=rate * tuple_bytes)
+
+
+def fischer_graph(name: str, seed: int = 0) -> TaskGraph | None:
+    """``fischer-parallel-P``, ``fischer-payload-P`` (depth 7, tuples of 16 and 3072 bytes) or
+    ``fischer-bytes-B-P`` (depth 3, tuples of B bytes, fischer-metis-scheduler.txt V-B1); None
+    for any other name."""
+    match = re.fullmatch(r"fischer-(parallel|payload)-([1-9]\d*)", name)
+    if match:
+        size = 16.0 if match.group(1) == "parallel" else 3072.0
+        check_tasks(8 * int(match.group(2)), f"workload {name!r}")
+        return fischer_chains(name, int(match.group(2)), 7, size, seed)
+    match = re.fullmatch(r"fischer-bytes-(\d+)-([1-9]\d*)", name)
+    if match:
+        check_tasks(4 * int(match.group(2)), f"workload {name!r}")
+        return fischer_chains(name, int(match.group(2)), 3, float(match.group(1)), seed)
+    return None
+
+
+def fischer_cluster(name: str) -> Cluster | None:
+    """``fischer-N``: N iMacs (4 cores at 2.7 GHz, 1 Gbps), one worker slot each, capacity 8
+    tasks (fischer-metis-scheduler.txt IV-D: about 8 tasks per machine); None for any other name."""
+    match = re.fullmatch(r"fischer-([1-9]\d*)", name)
+    if match:
+        n = int(match.group(1))
+        check_nodes(n, f"cluster {name!r}")
+        nodes = tuple(Node(f"imac{i + 1}", capacity=8.0, slots=1, cores=4, ghz=2.7, ram_mb=8192.0,
+                           rack=f"row-{i // 8}") for i in range(n))
+        return Cluster(name, nodes)
+    return None
+
+
 #: ``list workloads``: per name (a family for the sized ones), what it is and where it comes from.
 WORKLOAD_DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "linear-N": ("micro-benchmark: a chain of N/2 operators of 2 tasks; rate 1 per task pair, load 1",
@@ -257,6 +309,11 @@ WORKLOAD_DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "pageload": ("PageLoad: a shuffle chain of 7 components of 3 tasks", "R-Storm's evaluation (thesis related work)"),
     "processing": ("Processing: spout (2) -> transform (4) -> two branches of two bolts (4)",
                    "R-Storm's evaluation (thesis related work)"),
+    "fischer-parallel-P": ("Fischer's Parallel as measured: spout + 7 bolts in P disjoint fields-grouped chains "
+                           "(seeded routing), 1000 tuples/s of 16 B per pair", "fischer-metis-scheduler.txt IV-C"),
+    "fischer-payload-P": ("fischer-parallel-P with 3 KB tuples (the demo: P = 10, 80 tasks)",
+                          "fischer-metis-scheduler.txt IV-C"),
+    "fischer-bytes-B-P": ("depth-3 chains of P tasks per stage, tuples of B bytes", "fischer-metis-scheduler.txt V-B1"),
     "random-K[-sS]": ("seeded random DAG of K operators (seed S, default 0), parallelism 1-8", "ours (random_topology)"),
 }
 
@@ -269,6 +326,8 @@ def workload_descriptions() -> list[tuple[str, str, str, str]]:
     for name, (what, source) in WORKLOAD_DESCRIPTIONS.items():
         if name.endswith("-N"):
             tasks = f"N = {sizes}"
+        elif name.endswith("-P"):
+            tasks = "8 P" if name.startswith(("fischer-parallel", "fischer-payload")) else "4 P"
         elif name in _FIXED:
             tasks = str(workload(name).n_tasks)
         else:
@@ -279,7 +338,7 @@ def workload_descriptions() -> list[tuple[str, str, str, str]]:
 
 def workload_names() -> list[str]:
     micro = [f"{shape}-{n}" for shape in _MICRO for n in MICRO_SIZES]
-    return micro + sorted(_FIXED) + ["random-K[-sS]"]
+    return micro + sorted(_FIXED) + ["fischer-parallel-P", "fischer-payload-P", "fischer-bytes-B-P", "random-K[-sS]"]
 
 
 def topology(name: str) -> Topology:
@@ -295,9 +354,10 @@ def topology(name: str) -> Topology:
     raise InputError(f"unknown workload {name!r} (known: {', '.join(workload_names())})")
 
 
-def workload(name: str) -> TaskGraph:
-    """The built-in workload ``name`` as a task graph."""
-    return TaskGraph.from_topology(topology(name))
+def workload(name: str, seed: int = 0) -> TaskGraph:
+    """The built-in workload ``name`` as a task graph (``seed``: the routing of Fischer's chains)."""
+    graph = fischer_graph(name, seed)
+    return graph if graph is not None else TaskGraph.from_topology(topology(name))
 
 
 # ------------------------------------------------------------------ clusters
@@ -326,11 +386,13 @@ CLUSTER_DESCRIPTIONS: dict[str, tuple[str, str]] = {
                      "i-scheduler.txt sec. 5-6; t3-scheduler.txt sec. 6"),
     "thesis-9": ("the nine supervisors (8 / 4 / 4 cores), 3 worker slots each", "thesis Table 4.1"),
     "thesis-9-sK": ("thesis-9 with K worker slots per node (the scenarios S1-S6)", "thesis Tables 4.1-4.2"),
+    "fischer-N": ("N iMacs (4 cores at 2.7 GHz, 1 Gbps), one worker slot, capacity 8 tasks (the demo: N = 11)",
+                  "fischer-metis-scheduler.txt IV-D"),
 }
 
 
 def cluster_names() -> list[str]:
-    return ["homogeneous-10", "heterogeneous-10", "high-low-H-L", "thesis-9", "thesis-9-sK"]
+    return ["homogeneous-10", "heterogeneous-10", "high-low-H-L", "thesis-9", "thesis-9-sK", "fischer-N"]
 
 
 def cluster(name: str) -> Cluster:
@@ -347,4 +409,7 @@ def cluster(name: str) -> Cluster:
         if int(match.group(1) or 3) < 1:
             raise InputError(f"cluster {name!r}: thesis-9-sK needs K >= 1 worker slots per node")
         return thesis_cluster(int(match.group(1) or 3))
+    fischer = fischer_cluster(name)
+    if fischer is not None:
+        return fischer
     raise InputError(f"unknown cluster {name!r} (known: {', '.join(cluster_names())})")

@@ -7,8 +7,8 @@ are a tie (:func:`recommend`): a tie goes to a placement a solver proved optimal
 fastest scheduler. What a solver proved is stated per row (``proof``): a placement without a
 proof is never called optimal.
 
-Rows come from :func:`streamsched.comparison.rank` (the best first), with the model's predicted
-throughput (:func:`add_predictions`, preset :data:`PRESET`). The verdict names the best
+Rows come from :func:`streamsched.evaluation.comparison.rank` (the best first), with the model's predicted
+throughput (:func:`streamsched.evaluation.comparison.add_prediction`, preset :data:`PRESET`). The verdict names the best
 scheduler and its change against ``even`` in inter-node traffic (i-scheduler.txt eq. 3) and in
 predicted throughput. When every placement's prediction lies within the model's stated error of
 the others, placement cannot be told apart by the model: the verdict says so and names the
@@ -18,14 +18,10 @@ bottleneck instead (a hot task that no placement relieves, docs/evaluation.md M4
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any
 
-from streamsched.comparison import SORT_KEY, Outcome
-from streamsched.errors import InputError
-from streamsched.evaluation import performance
-from streamsched.evaluation.performance import ModelParams, predict, regime
-from streamsched.model.cluster import Cluster
-from streamsched.model.taskgraph import TaskGraph
+from streamsched.evaluation.comparison import SORT_KEY
+from streamsched import performance
 
 #: The model preset the verdict uses: the recommended one (docs/evaluation.md).
 PRESET = "default"
@@ -50,23 +46,6 @@ def model_error(preset: str = PRESET) -> tuple[float, str]:
     except (OSError, KeyError, TypeError, ValueError):
         pass
     return FALLBACK_ERROR, "fallback: the calibration states no held-out error"
-
-
-def add_predictions(outcomes: Iterable[Outcome], graph: TaskGraph, cluster: Cluster,
-                    params: ModelParams | None = None) -> None:
-    """Add the model's ``throughput_tps``, ``bottleneck`` and ``regime`` to every placed row that
-    has none; a graph the model cannot evaluate (a cycle) gets ``prediction_error`` instead."""
-    params = params or regime(PRESET)
-    for outcome in outcomes:
-        if outcome.placement is None or "throughput_tps" in outcome.row:
-            continue
-        try:
-            prediction = predict(graph, cluster, outcome.placement, params)
-        except InputError as exc:
-            outcome.row["prediction_error"] = str(exc)
-            continue
-        outcome.row.update(throughput_tps=prediction.throughput_tps, bottleneck=prediction.bottleneck,
-                           regime=prediction.regime)
 
 
 def fmt(value: float) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from streamsched.errors import InputError
-from streamsched.io import Fields, read_document
+from streamsched.model.io import Fields, read_document
 from streamsched.model.limits import check_nodes
 from streamsched.model.units import CORES, TASKS, check_unit
 

@@ -160,7 +160,7 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
     suffix = path.suffix.lower()
     name = path.name.split(".")[0]
     if suffix == ".json":
-        from streamsched.io import read_document
+        from streamsched.model.io import read_document
 
         data = read_document(path)
         if isinstance(data, dict) and "links" in data:

@@ -164,7 +164,7 @@ class Placement:
 
     @classmethod
     def read(cls, path: str | Path, graph: TaskGraph, cluster: Cluster) -> Placement:
-        from streamsched.io import read_document
+        from streamsched.model.io import read_document
 
         return cls.from_dict(read_document(path), graph, cluster, where=str(path))
 
