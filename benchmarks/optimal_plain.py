@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 from ortools.sat.python import cp_model
 
-from streamsched.evaluation.experiments.registry import build_cluster
 from streamsched.pipeline.store import load_snapshot
 from streamsched.schedulers import get_scheduler
 from streamsched.solvers import solve_placement
 from streamsched.solvers.problem import build_problem
+from streamsched.workloads import cluster
 
 sys.path.insert(0, str(Path(__file__).parent))
 from measured_graphs import instances  # noqa: E402
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
-    cases = [("demo: fischer-payload-10 measured", lambda: (load_snapshot(DEMO), build_cluster("fischer-11")))]
+    cases = [("demo: fischer-payload-10 measured", lambda: (load_snapshot(DEMO), cluster("fischer-11")))]
     if args.dir:
         cases += [(label, (lambda g=g, c=c: (g, c))) for label, g, c in instances(args.dir)]
     rows = []

@@ -130,15 +130,14 @@ def test_demo_graph_is_proven_within_the_default_work_limit():
     fischer-11: with its default limits `optimal` proves the optimum 4,962.18 (the plain cut
     model; the configuration model cannot be built on 80 distinct tasks), deterministically:
     no wall clock is involved, and a second run gives the same placement."""
-    from streamsched.evaluation.experiments.registry import build_cluster
     from streamsched.pipeline.store import load_snapshot
 
-    graph, cluster = load_snapshot(DEMO_SNAPSHOT), build_cluster("fischer-11")
+    graph, nodes = load_snapshot(DEMO_SNAPSHOT), cluster("fischer-11")
     scheduler = get_scheduler("optimal")
     assert scheduler.resolved_params()["time_limit"] == 0.0  # the demo's limit: work_limit alone
-    first = scheduler.schedule(graph, cluster)
+    first = scheduler.schedule(graph, nodes)
     meta = first.metadata
     assert (meta["status"], meta["formulation"], meta["bound_source"]) == ("optimal", "cut", "cut model (cpsat)")
     assert meta["cost"] == pytest.approx(4962.1818, abs=1e-3)
     assert meta["bound"] <= meta["cost"] and meta["cost"] - meta["bound"] <= 1e-6 * meta["cost"]
-    assert np.array_equal(scheduler.schedule(graph, cluster).node_of, first.node_of)
+    assert np.array_equal(scheduler.schedule(graph, nodes).node_of, first.node_of)
