@@ -268,7 +268,7 @@ def test_a_tie_goes_to_the_fastest_when_nothing_is_proven():
     assert "Tie within the model's error (±13 %) with optimal: i-scheduler is recommended because none is " \
            "proven optimal, and it was the fastest (0.09 s)" in result["text"]
     assert "No optimality claimed for optimal (not proven: bound 0, gap 100.0 %)" in result["text"]
-    assert result["text"].endswith("Baseline: even") and result["baseline"] == "even"
+    assert result["text"].endswith("Baseline: even (Storm's default)") and result["baseline"] == "even"
     assert result["throughput_tps"]["best"] == 5978.0  # the figures are the recommended row's
 
 

@@ -18,9 +18,12 @@ from typing import Any, Callable
 from streamsched.engines.exports import FORMATS
 from streamsched.engines.exports import export as export_plan
 from streamsched.errors import InputError
-from streamsched.evaluation.comparison import SORT_KEY, Outcome, rank_outcomes, run_schedulers
-from streamsched.evaluation.verdict import model_error, verdict
+from streamsched.evaluation.comparison import (SORT_KEY, Outcome, add_prediction, placement_row, rank_outcomes,
+                                               run_schedulers)
+from streamsched.evaluation.engine_models import CALIBRATED_ENGINES, fitted_model, no_model_text
+from streamsched.evaluation.verdict import CURRENT, model_error, verdict
 from streamsched.model.cluster import Cluster
+from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.performance import regime
 from streamsched.schedulers.base import check_fits
@@ -71,13 +74,32 @@ class JobResult:
 
 
 def compare(graph: TaskGraph, cluster: Cluster, names: list[str], params: dict[str, Any] | None = None,
-            seed: int = 0, model: str = "default",
-            on_start: Callable[[str], None] | None = None) -> Compared:
+            seed: int = 0, model: str = "default", on_start: Callable[[str], None] | None = None,
+            current: Placement | None = None) -> Compared:
     """The comparison stage: every scheduler in ``names`` once, rows with the predictions of the
-    fitted set ``model``, ranked (:data:`SORT_KEY`), and the verdict with the set's stated error."""
-    outcomes = rank_outcomes(run_schedulers(graph, cluster, names, params, seed, on_start, model=regime(model)))
-    error, source = model_error(model)
-    return Compared(outcomes, verdict([o.row for o in outcomes], error, model, source))
+    fitted set ``model``, ranked (:data:`SORT_KEY`), and the verdict with the set's stated error.
+
+    ``current`` (a job's running placement, as read from its engine) is a row of its own and
+    the verdict's baseline; a placement read from an engine the calibration was not fitted on
+    is predicted by a set fitted on that engine (:mod:`streamsched.evaluation.engine_models`)
+    or not at all, and the verdict then says so and judges traffic alone."""
+    model_name, params_model, no_model, error_source = model, regime(model), None, None
+    engine = current.metadata.get("engine") if current is not None else None
+    if isinstance(engine, str) and engine not in CALIBRATED_ENGINES:
+        fitted = fitted_model(engine)
+        if fitted is None:
+            no_model = no_model_text(engine)
+        else:
+            model_name, params_model, error_source = f"{engine}-fitted", fitted.params, (fitted.error, fitted.source)
+    predict_with = None if no_model is not None else params_model
+    outcomes = run_schedulers(graph, cluster, names, params, seed, on_start, model=predict_with)
+    if current is not None:
+        row = placement_row(CURRENT, graph, cluster, current)
+        outcomes.append(Outcome(row if predict_with is None else add_prediction(row, graph, cluster, current,
+                                                                                 predict_with), current))
+    outcomes = rank_outcomes(outcomes)
+    error, source = error_source or model_error(model_name)
+    return Compared(outcomes, verdict([o.row for o in outcomes], error, model_name, source, no_model=no_model))
 
 
 def run_job(spark: Any, sources: list[str | Path], out: str | Path, cluster: Cluster, names: list[str],

@@ -130,9 +130,12 @@ def print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: 
             err_console.print(f"{row['scheduler']}: {row['error']}", highlight=False)
         if row.get("status") == "skipped":
             err_console.print(f"{row['scheduler']}: skipped: {row['reason']}", highlight=False)
-    console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
-                  f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})", highlight=False,
-                  soft_wrap=True)
+    if decision["model"] is None:
+        console.print(f"ranked by {SORT_KEY}; {decision['model_error_source']}", highlight=False, soft_wrap=True)
+    else:
+        console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
+                      f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})",
+                      highlight=False, soft_wrap=True)
     console.print(decision["text"], highlight=False, markup=False, soft_wrap=True)
 
 

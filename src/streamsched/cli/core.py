@@ -19,7 +19,7 @@ from streamsched.performance import regime
 from streamsched.evaluation.verdict import PRESET
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate as evaluate_placement
-from streamsched.model import Cluster, TaskGraph
+from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.schedulers import available, get_scheduler, scheduler_class
 from streamsched.schedulers.base import schedule_many
 
@@ -189,6 +189,9 @@ def compare(
     report: Optional[Path] = typer.Option(None, "--report", help="also write an HTML report (charts, placement pictures, predicted throughput) with .csv/.json beside it"),
     model: str = typer.Option(PRESET, "--model", help="fitted parameter set of the predictions and the verdict: "
                               "the one fitted on the hardware nearest the cluster's (docs/evaluation.md, Calibration)"),
+    current: Optional[Path] = typer.Option(
+        None, "--current", help="the job's running placement (placement.json of read-engine; found there by itself "
+                                "when --graph is a read-engine output): a row 'current' and the verdict's baseline"),
 ) -> None:
     """Run several schedulers on one workload and cluster and compare them: rows ranked by
     inter-node traffic (then predicted throughput), the best marked, and a verdict against even
@@ -207,13 +210,14 @@ def compare(
         if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
             raise InputError(f"--param {key}: no selected scheduler declares it")
     regime(model)  # an unknown set fails before any scheduler runs
+    running = _running_placement(current, graph, task_graph, nodes)
     if report is not None:
         from streamsched.evaluation.report import check_report_path, write_report
 
         check_report_path(report)
     with err_console.status("comparing") as status:
         on_start = lambda n: status.update(f"running {n} on {task_graph.name}")  # noqa: E731
-        compared = job.compare(task_graph, nodes, names, params, seed, model, on_start)
+        compared = job.compare(task_graph, nodes, names, params, seed, model, on_start, current=running)
         rows, decision = compared.rows, compared.verdict
         if report is not None:
             status.update(f"writing {report}")
@@ -236,3 +240,26 @@ def compare(
         reason = next(row["error"] for row in rows if row.get("status") == "infeasible")
         raise InfeasibleError(f"no scheduler placed {task_graph.name} on {nodes.name}, every one found it "
                               f"infeasible (first reason: {reason})")
+
+
+def _running_placement(current: Optional[Path], graph: Optional[Path], task_graph: TaskGraph,
+                       nodes: Cluster) -> Optional[Placement]:
+    """The job's running placement: ``--current``, else the ``placement.json`` a read-engine
+    output directory holds beside ``--graph`` when it says ``current`` and was made for this
+    cluster (a note on stderr says it is the baseline)."""
+    if current is not None:
+        return read_placement(current, task_graph, nodes)
+    if graph is None:
+        return None
+    beside = (graph if graph.is_dir() else graph.parent) / "placement.json"
+    if not beside.is_file() or (not graph.is_dir() and graph.name != "graph.json"):
+        return None
+    try:
+        found = read_placement(beside, task_graph, nodes)
+    except InputError as exc:
+        err_console.print(f"note: {beside} not used as the running placement: {exc}", highlight=False)
+        return None
+    if not found.metadata.get("current"):
+        return None
+    err_console.print(f"baseline: the running placement {beside} (row 'current')", highlight=False)
+    return found

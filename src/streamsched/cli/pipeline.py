@@ -190,7 +190,8 @@ def watch(
         options[key] = value
     planner_scheduler.replan_settings(options)  # a bad value fails now, naming the option
     cluster_file = Path(cluster) if cluster is not None and Path(cluster).exists() else None
-    planner = Replanner(planner_scheduler, resolve.cluster(cluster), options, seed, out or store / "assignments")
+    planner = Replanner(planner_scheduler, resolve.cluster(cluster), options, seed, out or store / "assignments",
+                        running=_running_reader(directory))
     if planner.cluster.capacity_unit != load_unit:
         raise InputError(f"--load-unit: {load_unit!r}, but cluster {planner.cluster.name!r} has capacities in "
                          f"{planner.cluster.capacity_unit!r}")
@@ -205,6 +206,26 @@ def watch(
     if report["files_ignored"]:
         err_console.print(f"ignored (neither traffic*.csv nor load*.csv): {', '.join(report['files_ignored'])}")
     emit(report, as_json, watch_lines(report))
+
+
+def _running_reader(directory: Path):
+    """``Replanner.running``: the engine's placement a collector (``collect flink``) keeps in
+    ``directory``; a file that does not fit the window's graph or the cluster is noted once and
+    not used."""
+    from streamsched.pipeline.collect_rest import running_placement
+
+    noted: set[str] = set()
+
+    def running(graph, cluster):
+        try:
+            return running_placement(directory, graph, cluster)
+        except InputError as exc:
+            if str(exc) not in noted:
+                noted.add(str(exc))
+                err_console.print(f"note: the running placement is not used: {exc}", highlight=False)
+            return None
+
+    return running
 
 
 def _resume(planner) -> None:

@@ -38,7 +38,10 @@ class TaskGraph:
     """Tasks ``0..n-1`` (external ids in ``task_ids``) and directed, weighted edges.
 
     ``load_unit`` says what a load counts: ``tasks`` (the papers' unit loads, the default) or
-    ``cores`` (measured busy cores); see :mod:`streamsched.model.units`.
+    ``cores`` (measured busy cores); see :mod:`streamsched.model.units`. Per operator,
+    ``max_per_node`` (most tasks of it on one node, 0 = no limit; Storm's
+    ``maxNodeCoLocationCnt``) and ``slot_group`` (Flink's slot sharing group) feed the
+    co-location rule (:mod:`streamsched.model.colocation`); empty tuples: no limit, one group.
     """
 
     name: str
@@ -52,11 +55,13 @@ class TaskGraph:
     task_ids: np.ndarray
     memory_mb: np.ndarray
     load_unit: str = TASKS
+    max_per_node: tuple[int, ...] = ()
+    slot_group: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, name: str, operator_names, task_operator, load, src, dst, rate,
               bytes_rate=None, task_ids=None, memory_mb=None, merge_duplicates: bool = True,
-              where: str | None = None, load_unit: str = TASKS) -> TaskGraph:
+              where: str | None = None, load_unit: str = TASKS, max_per_node=(), slot_group=()) -> TaskGraph:
         """Validate and freeze arrays; parallel edges between the same ordered pair are summed."""
         where = where or f"graph {name!r}"
         check_unit(load_unit, f"{where}: load_unit")
@@ -90,6 +95,7 @@ class TaskGraph:
                     rate = np.bincount(inverse, weights=rate, minlength=unique.size)
                     bytes_rate = np.bincount(inverse, weights=bytes_rate, minlength=unique.size)
                     src, dst = unique // n, unique % n
+        max_per_node, slot_group = _operator_rule(where, len(operator_names), max_per_node, slot_group)
         index_type = np.int32 if n < 2**31 else np.int64
         return cls(
             name=name,
@@ -103,7 +109,15 @@ class TaskGraph:
             task_ids=_frozen(task_ids, np.int64),
             memory_mb=_frozen(memory_mb, np.float64),
             load_unit=load_unit,
+            max_per_node=max_per_node,
+            slot_group=slot_group,
         )
+
+    @property
+    def has_colocation_rule(self) -> bool:
+        """True when some operator has a ``max_per_node`` or the operators form several slot
+        sharing groups (what a graph file must then carry)."""
+        return any(self.max_per_node) or len(set(self.slot_group)) > 1
 
     # ------------------------------------------------------------------ views
     @property
@@ -230,6 +244,20 @@ class TaskGraph:
 
     def __repr__(self) -> str:
         return json.dumps(self.summary())
+
+
+def _operator_rule(where: str, n_operators: int, max_per_node, slot_group) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``max_per_node`` (integers >= 0) and ``slot_group`` (strings), each empty or one per operator."""
+    caps = tuple(max_per_node or ())
+    groups = tuple(str(g) for g in (slot_group or ()))
+    for name, values in (("max_per_node", caps), ("slot_group", groups)):
+        if values and len(values) != n_operators:
+            raise InputError(f"{where}: {name} has {len(values)} values for {n_operators} operators")
+    for k, cap in enumerate(caps):
+        if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0:
+            raise InputError(f"{where}: max_per_node of operator {k} is {cap!r}; must be an integer >= 0")
+    caps = tuple(int(c) for c in caps)
+    return (caps if any(caps) else ()), (groups if len(set(groups)) > 1 else ())
 
 
 def _check_nonnegative(where: str, field: str, values: np.ndarray) -> None:

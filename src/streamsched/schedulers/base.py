@@ -17,6 +17,14 @@ best fit decreasing where needed, then moves that cost least traffic) and record
 reproductions. ``InfeasibleError`` otherwise means no placement exists (total load, a task
 larger than every node: :func:`check_fits`) or the repair found none either, and says which.
 
+Co-location rule (stated once, here): where the graph or cluster states one (at most k tasks of
+an operator per node: Storm's ``maxNodeCoLocationCnt``, Flink's task slots per slot sharing
+group; :mod:`streamsched.model.colocation`), :meth:`Scheduler.schedule` checks every
+scheduler's placement against it and finishes one that breaks it with the same repair
+(``repaired: true``, ``repair_reason`` naming the rule); ``strict=true`` refuses instead. The
+exact solver keeps the per-operator caps as constraints, so its placements need no repair with
+one slot sharing group.
+
 Tags are class attributes, like scikit-learn's estimator tags [2]_ or the extension points a
 Kubernetes scheduling plugin opts into [3]_: ``family``, ``objective``, ``exact``, ``randomised``
 and ``needs_edge_nodes`` say what a scheduler optimises and what it needs; the registry refuses
@@ -49,6 +57,7 @@ import numpy as np
 from streamsched.errors import InfeasibleError, ParameterError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
+from streamsched.model.colocation import CoLocationRule
 from streamsched.model.placement import CAPACITY_TOLERANCE, NO_WORKER, Placement, remaining_capacity
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import check_units
@@ -150,6 +159,32 @@ def repair_failed_packing(graph: TaskGraph, cluster: Cluster, failure: PackingFa
         "repair_reason": str(failure)})
 
 
+def keep_colocation_rule(graph: TaskGraph, cluster: Cluster, placement: Placement, strict: bool) -> Placement:
+    """``placement`` if it keeps the co-location rule (or there is none), else repaired by
+    :func:`~streamsched.schedulers.replanning.repair` with ``repaired``, ``repair_moved`` and
+    ``repair_reason`` in its metadata; ``strict`` refuses (``InfeasibleError``) instead."""
+    rule = CoLocationRule.of(graph, cluster)
+    broken = [] if rule is None else rule.violations(placement.node_of, limit=1)
+    if not broken:
+        return placement
+    if strict:
+        raise InfeasibleError(f"the placement breaks the co-location rule ({broken[0]}); strict=true refuses "
+                              f"instead of repairing it")
+    try:
+        fixed = repair(graph, cluster, placement)
+    except InfeasibleError as exc:
+        raise InfeasibleError(f"the placement breaks the co-location rule ({broken[0]}) and the repair found no "
+                              f"placement that keeps it: {exc}") from None
+    moved = np.flatnonzero(fixed.node_of != placement.node_of)
+    earlier = list(placement.metadata.get("repair_moved", []))
+    reason = f"co-location rule: {broken[0]}"
+    if placement.metadata.get("repair_reason"):
+        reason = f"{placement.metadata['repair_reason']}; {reason}"
+    return Placement.build(fixed.node_of, fixed.worker_of, {
+        **placement.metadata, "repaired": True, "repair_moved": sorted(set(earlier) | set(graph.task_ids[moved].tolist())),
+        "repair_reason": reason})
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -210,6 +245,7 @@ class Scheduler(ABC):
             if params.get(STRICT.name, True):
                 raise
             placement = repair_failed_packing(graph, cluster, failure)
+        placement = keep_colocation_rule(graph, cluster, placement, params.get(STRICT.name, False))
         wall = time.perf_counter() - start
         return placement.with_metadata(
             scheduler=self.name,
@@ -275,6 +311,9 @@ def check_fits(graph: TaskGraph, cluster: Cluster) -> None:
         raise InfeasibleError(
             f"graph {graph.name!r} needs load {need:g} but cluster {cluster.name!r} has capacity {have:g}"
         )
+    rule = CoLocationRule.of(graph, cluster)
+    if rule is not None and graph.n_tasks:
+        _check_rule_fits(graph, rule)
     if graph.n_tasks:
         biggest = float(graph.load.max())
         if biggest > cluster.capacity.max() * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE:
@@ -282,6 +321,26 @@ def check_fits(graph: TaskGraph, cluster: Cluster) -> None:
                 f"task {graph.task_ids[int(graph.load.argmax())]} needs load {biggest:g}; "
                 f"the largest node of {cluster.name!r} has capacity {cluster.capacity.max():g}"
             )
+
+
+def _check_rule_fits(graph: TaskGraph, rule: CoLocationRule) -> None:
+    """What the co-location rule alone makes impossible: an operator with more tasks than its
+    caps allow over all nodes, or (every node having task slots) more slots needed than exist."""
+    sizes = np.bincount(graph.task_operator, minlength=len(graph.operator_names))
+    room = np.minimum(rule.operator_node_caps(), sizes[:, None]).sum(axis=1)
+    short = np.flatnonzero(room < sizes)
+    if short.size:
+        v = int(short[0])
+        raise InfeasibleError(f"operator {graph.operator_names[v]!r} has {sizes[v]} tasks but the co-location rule "
+                              f"allows at most {room[v]} over the nodes of {rule.cluster.name!r}")
+    limited = rule.node_slots < np.iinfo(np.int64).max // 8
+    if limited.all():
+        needed = np.zeros(rule.n_groups, dtype=np.int64)
+        np.maximum.at(needed, rule.operator_group, sizes)
+        if needed.sum() > rule.node_slots.sum():
+            raise InfeasibleError(f"graph {graph.name!r} needs {needed.sum()} task slots (one per task of its largest "
+                                  f"operator, per slot sharing group) but cluster {rule.cluster.name!r} has "
+                                  f"{rule.node_slots.sum()}")
 
 
 # ------------------------------------------------------------------ several topologies
