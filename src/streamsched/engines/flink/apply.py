@@ -71,6 +71,10 @@ class JobView:
     vertices: list[dict[str, Any]]
     where: dict[str, list[str]]
     statuses: dict[str, list[str]]
+    attempts: dict[str, list[int]]
+    #: when each subtask's current attempt started RUNNING (JobManager clock, s; nan if not running)
+    running_since: dict[str, list[float]]
+    created: float
 
 
 @dataclass
@@ -112,14 +116,20 @@ def send(rest: FlinkRest, method: str, path: str, body: Any = None) -> Any:
 
 def job_view(rest: FlinkRest, job_id: str) -> JobView:
     job = rest.get(f"/jobs/{quote(job_id, safe='')}")
-    vertices, where, statuses = [], {}, {}
+    vertices, where, statuses, attempts, since = [], {}, {}, {}, {}
     for v in job.get("vertices", []):
         vertices.append({"id": v["id"], "name": v["name"], "parallelism": int(v["parallelism"])})
         details = rest.get(f"/jobs/{quote(job_id, safe='')}/vertices/{v['id']}")
         subs = sorted(details.get("subtasks", []), key=lambda s: s["subtask"])
         where[v["id"]] = [s.get("taskmanager-id", "") for s in subs]
         statuses[v["id"]] = [s.get("status", "") for s in subs]
-    return JobView(job_id, str(job.get("name")), str(job.get("state")), vertices, where, statuses)
+        attempts[v["id"]] = [int(s.get("attempt", 0)) for s in subs]
+        # the RUNNING state began when the states before it ended: start-time + their durations
+        since[v["id"]] = [(s["start-time"] + sum(d for k, d in s.get("status-duration", {}).items() if k != "RUNNING"))
+                          / 1000 if s.get("status") == "RUNNING" else float("nan") for s in subs]
+    created = (job.get("timestamps") or {}).get("CREATED", 0) / 1000
+    return JobView(job_id, str(job.get("name")), str(job.get("state")), vertices, where, statuses, attempts, since,
+                   created)
 
 
 def held_slots(rest: FlinkRest, job_id: str) -> tuple[dict[str, int], dict[str, int]]:
@@ -190,10 +200,11 @@ def placement_targets(placement_file: str | Path, reading, view: JobView) -> tup
     return out, placement
 
 
-def _wait(rest: FlinkRest, job_id: str, parallelism: dict[str, int], since: float, timeout_s: float,
-          poll_s: float = 0.1) -> tuple[JobView, float, float]:
-    """Until the job runs every subtask at ``parallelism``: the view, when it was first seen not
-    running (or ``since``) and when it was first seen running again."""
+def _wait(rest: FlinkRest, job_id: str, before: JobView, parallelism: dict[str, int], timeout_s: float,
+          poll_s: float = 0.1) -> tuple[JobView, float]:
+    """Until the job runs every subtask at ``parallelism`` in a new attempt (the rescale
+    redeployed them all): that view, and when the job was first seen stopped (else the new
+    execution graph's creation)."""
     down = None
     deadline = time.time() + timeout_s
     while True:
@@ -202,11 +213,13 @@ def _wait(rest: FlinkRest, job_id: str, parallelism: dict[str, int], since: floa
         if view.state in ("FAILED", "CANCELED", "FINISHED"):
             raise ApplyError(f"job {job_id} went {view.state} while re-planning")
         running = view.state == "RUNNING" and all(s == "RUNNING" for st in view.statuses.values() for s in st)
-        at_target = all(v["parallelism"] == parallelism[v["id"]] for v in view.vertices)
         if not running and down is None:
             down = now
-        if running and at_target and down is not None:
-            return view, down, now
+        redeployed = all(v["parallelism"] == parallelism[v["id"]] for v in view.vertices) and all(
+            i >= len(before.attempts.get(vid, [])) or a != before.attempts[vid][i]
+            for vid, tries in view.attempts.items() for i, a in enumerate(tries))
+        if running and redeployed:
+            return view, min(down if down is not None else view.created, view.created)
         if now > deadline:
             raise ApplyError(f"job {job_id} did not run at the requested parallelism within {timeout_s:g} s "
                              f"(state {view.state})")
@@ -215,16 +228,20 @@ def _wait(rest: FlinkRest, job_id: str, parallelism: dict[str, int], since: floa
 
 def rescale(rest: FlinkRest, job_id: str, upper: dict[str, int], timeout_s: float) -> dict[str, Any]:
     """Set the vertices' parallelism upper bounds and wait for the job to run at them; the
-    rescale's times (PUT, first seen down, running again)."""
+    rescale's times: PUT, stopped (first seen, else the new graph's creation), every subtask
+    RUNNING again (Flink's subtask state durations), and the downtime between the last two."""
     path = f"/jobs/{quote(job_id, safe='')}/resource-requirements"
     requirements = rest.get(path)
     for vid, bound in upper.items():
         requirements[vid]["parallelism"]["upperBound"] = bound
         requirements[vid]["parallelism"]["lowerBound"] = min(requirements[vid]["parallelism"]["lowerBound"], bound)
+    before = job_view(rest, job_id)
     put = time.time()
     send(rest, "PUT", path, requirements)
-    view, down, up = _wait(rest, job_id, upper, put, timeout_s)
-    return {"upper_bounds": upper, "put": put, "down": down, "running": up, "downtime_s": up - down, "view": view}
+    view, down = _wait(rest, job_id, before, upper, timeout_s)
+    up = max(t for ts in view.running_since.values() for t in ts)
+    return {"upper_bounds": upper, "put": put, "down": down, "running": up, "downtime_s": max(0.0, up - down),
+            "view": view}
 
 
 def _status(location: str | None, job_id: str) -> dict[str, Any] | None:
