@@ -41,7 +41,7 @@ from streamsched.engines.flink.estimate import read_capture
 from streamsched.engines.flink.plugin import PLAN_ENVIRONMENT, PLAN_PROPERTY, REPLACED_CLASS
 from streamsched.engines.flink.rest import FlinkRest, capture_live
 from streamsched.errors import InputError, StreamschedError
-from streamsched.io import read_document
+from streamsched.model.io import read_document
 from streamsched.model import Placement
 
 PLAN_FORMAT = "streamsched.flink-placement/1"
