@@ -19,7 +19,8 @@ Placements, per round:
 Per placement, ``--windows`` windows of ``--window`` s each (two consistent REST snapshots,
 :func:`streamsched.engines.flink.read`): inter-TaskManager bytes/s (``numBytesInRemote``),
 source and sink records/s, busy, back-pressured and idle ms per second per vertex (Flink's
-``accumulate*TimeMs`` counters differenced), beside streamsched's inter-TaskManager bytes of the
+``accumulate*TimeMs`` counters differenced; a source's busy time is the second's rest, Flink
+reports none), beside streamsched's inter-TaskManager bytes of the
 graph read under that placement and of the default's graph. Re-planning a running job: the
 downtime of ``apply``'s two rescales (resource requirements, restored from the last checkpoint)
 and of stop-with-savepoint plus resubmission (client JVM start included).
@@ -88,9 +89,25 @@ def time_counters(rest: FlinkRest, job_id: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def window(rest: FlinkRest, job_id: str, seconds: float) -> tuple[dict, flink.FlinkReading]:
-    """One measurement window: two consistent snapshots ``seconds`` apart (with the time
-    counters read right after each), and the reading of them (node = TaskManager)."""
+def window(rest: FlinkRest, job_id: str, seconds: float, attempts: int = 4) -> tuple[dict, flink.FlinkReading]:
+    """One measurement window (:func:`_window`); a window in which some subtask processed
+    nothing is taken again: at saturation every subtask works, so its counters were stale (the
+    JobManager's metric fetch missed a busy TaskManager's answer, seen under heavy load)."""
+    for attempt in range(attempts):
+        row, reading = _window(rest, job_id, seconds)
+        g = reading.graph
+        processed = np.bincount(g.dst, weights=g.rate, minlength=g.n_tasks) + \
+            np.bincount(g.src, weights=g.rate, minlength=g.n_tasks)
+        idle = [g.task_label(t) for t in np.flatnonzero(processed <= 0)]
+        if not idle:
+            return row, reading
+        log(f"  window discarded (attempt {attempt + 1}): no records counted for {', '.join(idle)}")
+    raise RuntimeError(f"job {job_id}: {attempts} windows with subtasks counting no records")
+
+
+def _window(rest: FlinkRest, job_id: str, seconds: float) -> tuple[dict, flink.FlinkReading]:
+    """Two consistent snapshots ``seconds`` apart (with the time counters read right after
+    each), and the reading of them (node = TaskManager)."""
     interval = fetch_interval(rest)
     first = take_snapshot(rest, job_id, interval)
     t0 = time_counters(rest, job_id)
@@ -106,7 +123,10 @@ def window(rest: FlinkRest, job_id: str, seconds: float) -> tuple[dict, flink.Fl
     times = {}
     for name, row in t1.items():
         per = {m: (row[m] - t0[name][m]) / dt / row["subtasks"] for m in TIME_METRICS if name in t0}
-        times[name] = {"busy_ms_per_s": per.get("accumulateBusyTimeMs"),
+        busy = per.get("accumulateBusyTimeMs")
+        if busy is not None and not np.isfinite(busy):  # Flink gives sources no busy time: the rest of the second
+            busy = 1000.0 - per["accumulateIdleTimeMs"] - per["accumulateBackPressuredTimeMs"]
+        times[name] = {"busy_ms_per_s": busy,
                        "backpressured_ms_per_s": per.get("accumulateBackPressuredTimeMs"),
                        "idle_ms_per_s": per.get("accumulateIdleTimeMs")}
     measured = report["measured_per_s"]

@@ -16,8 +16,10 @@ File format ``streamsched.engine-model/1`` (JSON)::
 
 The measurements such a fit needs from Flink, per subtask and placement: busy, idle and
 back-pressured time per second (``busyTimeMsPerSecond``, ``idleTimeMsPerSecond``,
-``backPressuredTimeMsPerSecond``) and records in/out per second at saturation. No Flink set
-is fitted yet: :func:`fitted_model` answers None for Flink until such a file exists.
+``backPressuredTimeMsPerSecond``) and records in/out per second at saturation.
+``data/flink_model.json`` is fitted by ``benchmarks/flink_placement.py --fit`` on the raw
+measurements it records in ``data/flink_measurements.json`` (:func:`read_measurements`,
+:func:`fit_params`, :func:`held_out`; docs/benchmarks.md, "Flink placements").
 """
 
 from __future__ import annotations
