@@ -371,6 +371,10 @@ def fit(measurements: dict) -> tuple[dict, list[dict]]:
     refs = {c.round: c for c in cases if c.placement == reference}
     params = engine_models.fit_params([c for c in cases if c.round in refs], refs, cores)
     errors = [100 * h["error"] for h in held]
+    # the no-effect baseline: every placement predicted to run as fast as the reference did
+    baseline = statistics.median(100 * abs(refs[c.round].measured - c.measured) / c.measured for c in cases)
+    quality = ("poor: worse than predicting that placement changes nothing" if statistics.median(errors) > baseline
+               else "better than predicting that placement changes nothing")
     model = {"format": engine_models.FORMAT, "engine": "flink",
              "fitted_on": (f"benchmarks/flink_placement.py ({measurements['command']}) on {measurements['machine']}, "
                            f"{measurements['date']}: {len({c.placement for c in cases})} placements x "
@@ -380,7 +384,12 @@ def fit(measurements: dict) -> tuple[dict, list[dict]]:
              "params": {k: getattr(params, k) for k in (*engine_models.FITTED_PARAMS, *engine_models.FIXED_PARAMS)},
              "held_out_error_pct": {"median": statistics.median(errors), "max": max(errors), "n": len(errors),
                                     "method": "leave one placement out; each predicted from the job's reading under "
-                                              f"{reference} (another placement's when {reference} is left out)"}}
+                                              f"{reference} (another placement's when {reference} is left out)",
+                                    "no_effect_baseline_median": baseline,
+                                    "verdict": f"{quality} (median {baseline:.1f} %)" + (
+                                        ": on this machine the measured throughput did not depend on "
+                                        "inter-TaskManager bytes beyond the noise of a contended host"
+                                        if quality.startswith("poor") else "")}}
     return model, held
 
 

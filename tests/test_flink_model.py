@@ -48,6 +48,12 @@ def test_the_stated_held_out_error_is_recomputed_from_the_recorded_measurements(
     assert stated["max"] == pytest.approx(max(errors), rel=1e-6)
     # each held-out case is predicted from another placement's reading or the job's default one
     assert all(r["reference"] != r["placement"] for r in rows)
+    # the no-effect baseline: each placement predicted to run as fast as the reference in its round
+    ref = {c.round: c.measured for c in cases if c.placement == reference}
+    baseline = statistics.median(100 * abs(ref[c.round] - c.measured) / c.measured for c in cases)
+    assert stated["no_effect_baseline_median"] == pytest.approx(baseline, rel=1e-9)
+    assert stated["verdict"].startswith("poor") == (stated["median"] > baseline)
+    assert stated["verdict"] in fitted_model("flink").source
 
 
 def _pair(load=(0.2, 0.3), rate=1000.0, bytes_rate=1e6) -> Case:

@@ -92,8 +92,9 @@ def _parse(data, where: str) -> EngineModel:
     except (TypeError, ValueError) as exc:
         raise InputError(f"{where}.params: {exc}") from None
     fitted_on = str(data.get("fitted_on", "unstated"))
+    judged = f"; {held['verdict']}" if isinstance(held.get("verdict"), str) else ""
     return EngineModel(engine, model_params, float(median) / 100.0,
-                       f"fitted on {count} {engine} measurements ({fitted_on}); median held-out error {median:g} %")
+                       f"fitted on {count} {engine} measurements ({fitted_on}); median held-out error {median:g} %{judged}")
 
 
 def fitted_model(engine: str) -> EngineModel | None:
