@@ -297,7 +297,7 @@ def test_a_placement_with_non_integers_is_refused(run, tmp_path):
     document["node"][0] = 1.5
     write(tmp_path / "p.json", json.dumps(document))
     code, _, err = run(["evaluate", "p.json", *SMALL, "--json"])
-    assert code == 2 and "p.json.node: 1.5 is not an integer" in err, err
+    assert code == 2 and "p.json.node[0]: expected an integer, got 1.5" in err, err
     document["node"][0] = 2 ** 70
     write(tmp_path / "p.json", json.dumps(document))
     assert run(["evaluate", "p.json", *SMALL, "--json"])[0] == 2
