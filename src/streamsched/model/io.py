@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator, ValidationError, validators
 
 from streamsched.errors import InputError, OutputSchemaError
 
@@ -85,33 +84,39 @@ _QUICK_TYPES = {"integer": lambda v: type(v) is int, "string": lambda v: type(v)
                 "number": lambda v: type(v) is int or type(v) is float and math.isfinite(v)}
 
 
-def _finite_number(checker, instance) -> bool:
-    """A JSON number: finite (YAML's ``.inf``/``.nan`` and Python's ``Infinity`` are no JSON)."""
-    return Draft202012Validator.TYPE_CHECKER.is_type(instance, "number") and (
-        not isinstance(instance, float) or math.isfinite(instance))
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 2020-12 with two changes that accept exactly the same documents: a number is
+    finite (YAML's ``.inf``/``.nan`` and Python's ``Infinity`` are no JSON numbers), and
+    ``items`` takes a quick pass of :data:`_QUICK_TYPES` first (an array whose items all pass
+    is valid; any other goes through the standard keyword, for the exact error). Imported on
+    first use: jsonschema takes a noticeable part of a second to import."""
+    from jsonschema import Draft202012Validator, validators
 
+    standard_items = Draft202012Validator.VALIDATORS["items"]
 
-def _items(validator, items, instance, schema):
-    """Draft 2020-12 ``items``, with the quick pass of :data:`_QUICK_TYPES` first: an array
-    whose items all pass is valid; any other goes through the standard keyword (exact errors)."""
-    quick = _QUICK_TYPES.get(items.get("type")) if isinstance(items, dict) and items.keys() == {"type"} else None
-    if quick is not None and isinstance(instance, list) and all(map(quick, instance[len(schema.get("prefixItems", ())):])):
-        return
-    yield from Draft202012Validator.VALIDATORS["items"](validator, items, instance, schema)
+    def finite_number(checker, instance) -> bool:
+        return Draft202012Validator.TYPE_CHECKER.is_type(instance, "number") and (
+            not isinstance(instance, float) or math.isfinite(instance))
 
+    def items(validator, subschema, instance, schema):
+        quick = _QUICK_TYPES.get(subschema.get("type")) if isinstance(subschema, dict) and subschema.keys() == {"type"} else None
+        if quick is not None and isinstance(instance, list) and all(map(quick, instance[len(schema.get("prefixItems", ())):])):
+            return
+        yield from standard_items(validator, subschema, instance, schema)
 
-_Validator = validators.extend(
-    Draft202012Validator, validators={"items": _items},
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("number", _finite_number))
+    return validators.extend(Draft202012Validator, validators={"items": items},
+                             type_checker=Draft202012Validator.TYPE_CHECKER.redefine("number", finite_number))
 
 
 @functools.cache
 def schema_validator(name: str, package: str = "streamsched.model") -> Any:
-    """The validator of ``<package>/schemas/<name>.schema.json`` (Draft 2020-12, package data;
-    the schema is checked against the meta-schema as it loads)."""
+    """The validator of ``<package>/schemas/<name>.schema.json`` (package data); the schema is
+    checked against the Draft 2020-12 meta-schema as it loads."""
     schema = json.loads(resources.files(package).joinpath(f"schemas/{name}.schema.json").read_text())
-    Draft202012Validator.check_schema(schema)
-    return _Validator(schema)
+    cls = _validator_class()
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 def validate(document: Any, name: str, where: str, package: str = "streamsched.model",
@@ -134,8 +139,8 @@ def present(mapping: dict) -> dict:
     return {k: v for k, v in mapping.items() if v is not None}
 
 
-def schema_message(error: ValidationError, where: str) -> str:
-    """One line for a jsonschema error: ``<where><path>: <problem>``, the path as
+def schema_message(error: Any, where: str) -> str:
+    """One line for a ``jsonschema.ValidationError``: ``<where><path>: <problem>``, the path as
     ``.field`` and ``[index]`` (``c.yaml.nodes[0].capacity: must be >= 0, got -1``)."""
     path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     value, rule, kind = error.instance, error.validator_value, error.validator
