@@ -216,6 +216,8 @@ def storm_export_options(storm_ui_dir: Optional[Path], topology_id: Optional[str
             except ValueError:
                 raise InputError(f"--executors: {hints}: counts must be integers") from None
     if topology_id is not None:
+        if not topology_id.strip():
+            raise InputError("--topology-id: must not be empty")
         options["topology_id"] = topology_id
     return options
 

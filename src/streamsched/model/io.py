@@ -146,8 +146,8 @@ def schema_message(error: Any, where: str) -> str:
     value, rule, kind = error.instance, error.validator_value, error.validator
     if kind == "type":
         types = [rule] if isinstance(rule, str) else [t for t in rule if t != "null"] or ["null"]
-        if value is None:
-            return f"{path}: missing"
+        if value is None and error.absolute_path and isinstance(error.absolute_path[-1], str):
+            return f"{path}: missing"  # a required field given as null
         if isinstance(value, float) and not math.isfinite(value) and {"number", "integer"} & set(types):
             return f"{path}: must be a finite number, got {value!r}"
         shown = type(value).__name__ if types[0] in ("array", "object") else repr(value)
