@@ -28,7 +28,7 @@ StoreOpt = typer.Option(..., "--store", help="snapshot store directory")
 ChunksOutOpt = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)")
 IntervalOpt = typer.Option(60.0, "--interval", help="seconds between readings")
 ReadingOnceOpt = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop")
-TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds")
+TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds (default: run until stopped)")
 
 
 def _spark(master: str):
@@ -66,7 +66,7 @@ def gen_metrics(
         "TIME for every operator not named): loads become the busy cores the tuples cost"),
     remote_cpu_per_tuple: Optional[str] = typer.Option(
         None, "--remote-cpu-per-tuple", help="TIME: extra CPU per tuple leaving its worker, half on each end"),
-    rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
+    rows_per_file: int = typer.Option(1_000_000, "--rows-per-file", help="rows per metric file at most"),
     seed: int = typer.Option(0, "--seed", min=0),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -92,7 +92,7 @@ def ingest(
     paths: list[Path] = typer.Argument(..., help="metric files or directories"),
     store: Path = StoreOpt,
     window: float = typer.Option(60.0, "--window", help="sliding window W in seconds"),
-    half_life: Optional[float] = typer.Option(None, "--half-life", help="exponential weighting instead (s)"),
+    half_life: Optional[float] = typer.Option(None, "--half-life", help="exponential weighting with this half-life in seconds instead of the window (default: none)"),
     until: Optional[float] = typer.Option(None, "--until", help="window end, epoch s (default: latest row)"),
     fmt: Optional[str] = typer.Option(None, "--format", help="force one source format for every file"),
     topology: Optional[str] = typer.Option(
@@ -310,11 +310,11 @@ def pipeline_demo(
         help="built-in workload or an experiment's graph (fischer-payload-10: Fischer's Payload, 10 chains of 8 tasks)"),
     cluster: str = typer.Option(
         "fischer-11", "--cluster", "-c", help="built-in cluster, an experiment's (fischer-N: N iMacs) or a cluster file"),
-    scheduler: str = typer.Option("even", "--scheduler", "-s"),
+    scheduler: str = typer.Option("even", "--scheduler", "-s", help="registered scheduler name"),
     param: Optional[list[str]] = ParamOpt,
-    rows: int = typer.Option(20_000, "--rows"),
-    dirty: float = typer.Option(0.01, "--dirty"),
-    out: Path = typer.Option(Path("demo-pipeline"), "--out", "-o"),
+    rows: int = typer.Option(20_000, "--rows", help="synthetic traffic rows to generate"),
+    dirty: float = typer.Option(0.01, "--dirty", help="share of extra dirty rows, in [0, 1)"),
+    out: Path = typer.Option(Path("demo-pipeline"), "--out", "-o", help="directory for metrics, the store, placement.json and cluster.json"),
     seed: int = typer.Option(0, "--seed"),
     master: str = MasterOpt,
     as_json: bool = JsonOpt,
