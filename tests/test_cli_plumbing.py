@@ -306,3 +306,30 @@ def test_collect_log_once_prints_a_line_or_json(tmp_path, capsys):
     code, out, _ = run(capsys, "collect", "log", str(log), "--out", str(tmp_path / "c"), "--once", "--json")
     document = json.loads(out)
     assert code == 0 and document["lines"] == 1 and document["line"] == 4 and document["seq"] == 3
+
+
+@pytest.mark.parametrize("engine, fixture", [("storm-ui", "storm_ui/wordcount"), ("flink", "flink/live-job")])
+def test_read_engine_summary_leads_with_the_current_placements_remote_traffic(engine, fixture, tmp_path, capsys):
+    """The first figure after what was read: what the running placement sends between nodes and
+    between workers, summed here edge by edge from the files the command wrote."""
+    out = tmp_path / "read"
+    code, text, _ = run(capsys, "read-engine", engine, "--dir", str(Path(__file__).parent / "fixtures" / fixture),
+                        "--out", str(out))
+    assert code == 0
+    graph = json.loads((out / "graph.json").read_text())
+    placement = json.loads((out / "placement.json").read_text())
+    where = {task: (node, worker) for task, node, worker in zip(placement["tasks"], placement["node"],
+                                                                 placement["worker"])}
+    total = cross_nodes = cross_workers = 0.0
+    for edge in graph["edges"]:
+        (a_node, a_worker), (b_node, b_worker) = where[edge["src"]], where[edge["dst"]]
+        total += edge["rate"]
+        cross_nodes += edge["rate"] * (a_node != b_node)
+        cross_workers += edge["rate"] * ((a_node, a_worker) != (b_node, b_worker))
+    assert 0 < cross_nodes < total
+    second = text.splitlines()[1]
+    assert second == (f"  current placement: {cross_nodes:,.0f} of {total:,.0f} tuples/s cross nodes "
+                      f"({100 * cross_nodes / total:.1f} %), {cross_workers:,.0f} cross workers")
+    code, out_json, _ = run(capsys, "read-engine", engine, "--dir", str(Path(__file__).parent / "fixtures" / fixture),
+                            "--out", str(tmp_path / "again"), "--json")
+    assert json.loads(out_json)["current"]["inter_node_traffic"] == pytest.approx(cross_nodes)

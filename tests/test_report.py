@@ -68,8 +68,22 @@ def test_report_path_is_checked_before_anything_runs(tmp_path):
     graph, cluster = workloads.workload("linear-10"), workloads.cluster("homogeneous-10")
     with pytest.raises(InputError, match="must end in .html"):
         write_report(tmp_path / "r.pdf", graph, cluster, [])
-    code = main(["compare", "-w", "linear-10", "--schedulers", "even", "--report", str(tmp_path / "no" / "r.html")])
-    assert code == 2
+    (tmp_path / "file").write_text("")
+    code = main(["compare", "-w", "linear-10", "--schedulers", "even", "--report", str(tmp_path / "file" / "r.html")])
+    assert code == 2  # a file where the directory should be
+
+
+def test_compare_and_schedule_make_missing_output_directories(tmp_path):
+    # as every other tool does: `compare --report cmp/report.html` with no cmp yet
+    report = tmp_path / "cmp" / "deeper" / "report.html"
+    assert main(["compare", "-w", "linear-10", "--schedulers", "even", "--report", str(report)]) == 0
+    assert report.exists() and report.with_suffix(".json").exists()
+    placement = tmp_path / "plans" / "p.json"
+    assert main(["schedule", "-w", "linear-10", "--out", str(placement)]) == 0
+    assert json.loads(placement.read_text())["graph"] == "linear-10"
+    plan = tmp_path / "storm" / "plan.json"
+    assert main(["export", str(placement), "-w", "linear-10", "--format", "storm", "--out", str(plan)]) == 0
+    assert plan.exists()
 
 
 def test_cli_compare_report(tmp_path):

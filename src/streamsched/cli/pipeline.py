@@ -16,7 +16,7 @@ from rich.console import Console
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
                                     load_cluster, load_graph, parse_params, read_placement)
-from streamsched.cli.summaries import (demo_lines, generated_lines, log_collected_lines, rest_collected_lines,
+from streamsched.cli.summaries import (chunk_line, demo_lines, generated_lines, log_collected_lines, rest_collected_lines,
                                        watch_lines)
 from streamsched.errors import InputError
 
@@ -300,6 +300,7 @@ def export(
     if out is None:
         print(text)
     else:
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n")
 
 
@@ -373,21 +374,23 @@ def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[
     if not (math.isfinite(interval) and interval > 0):
         raise InputError(f"--interval: {interval!r}; must be a finite number of seconds > 0")
     collector = make_collector()
+    warned: set[str] = set()
 
-    def report(side, chunk_line: bool = True) -> None:
-        if chunk_line:
-            err_console.print(f"chunk {side['rows']} pairs over {side['seconds']:.1f} s "
-                              f"({len(side['resets'])} counter resets)", highlight=False)
+    def report(side, with_chunk: bool = True) -> None:
+        if with_chunk:
+            err_console.print(chunk_line(side), highlight=False, soft_wrap=True)
         for reset in side["resets"]:
             where = reset.get("executor") or reset.get("subtask")
             err_console.print(f"counter reset: {where}: {reset['reason']}; counted {reset['counted']}", highlight=False)
-        for warning in side["warnings"]:
-            err_console.print(f"warning: {warning}", highlight=False)
+        for warning in side["warnings"]:  # each reading repeats the job's warnings: say each once per run
+            if warning not in warned:
+                warned.add(warning)
+                err_console.print(f"warning: {warning}", highlight=False, soft_wrap=True)
 
     if once:  # a reading (the first one is the base of the next difference), then stop
         side = collector.poll()
         if side is not None:
-            report(side, chunk_line=False)  # the chunk's line is the summary on stdout
+            report(side, with_chunk=False)  # the chunk's line is the summary on stdout
         emit({"chunk": side, "next_seq": collector.state["seq"]}, as_json,
              rest_collected_lines(side, collector.state["seq"]))
         return

@@ -130,6 +130,7 @@ def write_report(path: str | Path, graph: TaskGraph, cluster: Cluster, outcomes:
     """Write ``path`` (HTML) and ``path`` with .csv and .json suffixes; returns the three paths.
     ``verdict`` (:func:`streamsched.evaluation.verdict.verdict`) heads the page and the JSON."""
     path = check_report_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     model = model or ModelParams()
     rows = [o.row for o in outcomes]
     csv_path, json_path = path.with_suffix(".csv"), path.with_suffix(".json")
@@ -143,12 +144,18 @@ def write_report(path: str | Path, graph: TaskGraph, cluster: Cluster, outcomes:
 
 
 def check_report_path(path: str | Path) -> Path:
-    """The report path, refused early (before any scheduler runs) if it cannot be written."""
+    """The report path, refused early (before any scheduler runs) if it cannot be written: not
+    ending in .html, a directory, or under a file. A missing directory is made when writing."""
     path = Path(path)
     if path.suffix.lower() not in (".html", ".htm"):
         raise InputError(f"--report {path}: the report file must end in .html")
-    if not path.parent.is_dir():
-        raise InputError(f"--report {path}: directory {path.parent} does not exist")
+    if path.is_dir():
+        raise InputError(f"--report {path}: is a directory")
+    for ancestor in path.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise InputError(f"--report {path}: {ancestor} is a file, not a directory")
+            break
     return path
 
 
@@ -415,6 +422,7 @@ def write_replan_report(path: str | Path, graph: TaskGraph, cluster: Cluster, be
     """One HTML page: the running and the re-planned placement side by side, moved tasks
     outlined in red, and their metrics and predicted throughput in a table."""
     path = check_report_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     model = model or ModelParams()
     moved = moved_tasks(before, after)
     rows = []
