@@ -291,9 +291,9 @@ def test_watch_summary_adds_up_its_report():
                              "emitted": True, "assignment": "a/app-1.placement.json"}]}
     assert watch_lines(report) == [
         "read 12 rows = 8 accepted + 3 quarantined (bad_header 2, negative_count 1) + 1 dropped late",
-        "  window ending 1,700,000,010: 12 read, 8 accepted, 3 quarantined, 1 late; snapshot s/app/1",
+        "  window ending 2023-11-14 22:13:30 UTC: 12 read, 8 accepted, 3 quarantined, 1 late; snapshot s/app/1",
         "  app: initial, 4 tasks moved: emitted a/app-1.placement.json",
-        "1 assignments emitted; 1 windows still open (watermark 1,700,000,020)"]
+        "1 assignments emitted; 1 windows still open (watermark 2023-11-14 22:13:40 UTC)"]
 
 
 def test_collect_log_once_prints_a_line_or_json(tmp_path, capsys):
@@ -333,3 +333,11 @@ def test_read_engine_summary_leads_with_the_current_placements_remote_traffic(en
     code, out_json, _ = run(capsys, "read-engine", engine, "--dir", str(Path(__file__).parent / "fixtures" / fixture),
                             "--out", str(tmp_path / "again"), "--json")
     assert json.loads(out_json)["current"]["inter_node_traffic"] == pytest.approx(cross_nodes)
+
+
+@pytest.mark.parametrize("epoch, text", [(1_700_000_010, "2023-11-14 22:13:30 UTC"), (0, "1970-01-01 00:00:00 UTC"),
+                                         (1_795_627_110.25, "2026-11-25 17:18:30.250 UTC"), (None, "-")])
+def test_epoch_times_print_as_utc_dates(epoch, text):
+    from streamsched.cli.summaries import when
+
+    assert when(epoch) == text

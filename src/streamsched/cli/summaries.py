@@ -1,10 +1,11 @@
 """The readable summaries commands print without ``--json``: a few lines a person reads at a
-glance (numbers with thousands separators, percentages, one line per node). ``--json`` prints
+glance (numbers with thousands separators, percentages, times as UTC dates, one line per node). ``--json`` prints
 the full document instead; files written with ``--out`` are the same either way."""
 
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from typing import Any, Mapping
 
 import numpy as np
@@ -29,6 +30,18 @@ def num(value: Any, unit: str = "") -> str:
     else:
         text = f"{value:.4g}"
     return f"{text}{unit and ' ' + unit}"
+
+
+def when(epoch_s: float | None) -> str:
+    """An epoch time (seconds) for people: ``2026-11-25 18:30:05 UTC`` (fractions of a second
+    kept to the millisecond when there are any); ``-`` for none."""
+    if epoch_s is None or not math.isfinite(epoch_s):
+        return "-"
+    moment = datetime.fromtimestamp(epoch_s, timezone.utc)
+    text = moment.strftime("%Y-%m-%d %H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond // 1000:03d}"
+    return text + " UTC"
 
 
 def pct(part: float, whole: float) -> str:
@@ -122,7 +135,7 @@ def generated_lines(summary: Mapping[str, Any]) -> list[str]:
                      + ", ".join(f"{kind} {num(count)}" for kind, count in dirty.items()))
     for phase in summary.get("phases") or []:
         lines.append(f"  placement {phase['placement']}: ingest with --window {phase['window_s']:.15g} "
-                     f"--until {phase['until']:.15g}")
+                     f"--until {phase['until']:.15g} ({when(phase['until'])})")
     files = summary.get("files") or []
     lines.append(f"  wrote {', '.join(map(str, files[:4]))}" + (f" and {len(files) - 4} more" if len(files) > 4 else ""))
     return lines
@@ -174,7 +187,7 @@ def watch_lines(report: Mapping[str, Any]) -> list[str]:
              + (f" ({', '.join(f'{k} {num(v)}' for k, v in quarantined.items())})" if quarantined else "")
              + f" + {num(report['rows_dropped_late'])} dropped late"]
     for window in report["windows"]:
-        lines.append(f"  window ending {num(window['end'])}: {num(window['read'])} read, "
+        lines.append(f"  window ending {when(window['end'])}: {num(window['read'])} read, "
                      f"{num(window['accepted'])} accepted, {num(sum(window['quarantined'].values()))} quarantined, "
                      f"{num(window['dropped_late'])} late; "
                      + (f"snapshot {', '.join(window['snapshots'])}" if window["snapshots"] else "no snapshot yet"))
@@ -183,7 +196,7 @@ def watch_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"  {decision['topology']}: {decision['why']}, {num(decision['moved'])} tasks moved{change}"
                      + (f": emitted {decision['assignment']}" if decision["emitted"] else ": not emitted"))
     lines.append(f"{num(report['assignments_emitted'])} assignments emitted; "
-                 f"{num(report['windows_open'])} windows still open (watermark {num(report['watermark'])})")
+                 f"{num(report['windows_open'])} windows still open (watermark {when(report['watermark'])})")
     return lines
 
 
