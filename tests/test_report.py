@@ -17,8 +17,9 @@ from streamsched import workloads
 from streamsched.cli import main
 from streamsched.cli.core import resolve_names
 from streamsched.errors import InputError
-from streamsched.comparison import rank_outcomes
-from streamsched.evaluation.report import CHARTS, COLUMNS, DETAILED_PLACEMENTS, run_schedulers, write_report
+from streamsched.evaluation.comparison import rank_outcomes, run_schedulers
+from streamsched.evaluation.report import CHARTS, COLUMNS, DETAILED_PLACEMENTS, write_report
+from streamsched.performance import ModelParams
 from streamsched.metrics import evaluate
 from streamsched.schedulers import available
 
@@ -35,7 +36,7 @@ def names():
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "cmp.html"
     graph, cluster = workloads.workload("diamond-16"), workloads.cluster("heterogeneous-10")
-    outcomes = run_schedulers(graph, cluster, names())
+    outcomes = run_schedulers(graph, cluster, names(), model=ModelParams())
     paths = write_report(out, graph, cluster, outcomes)
     return out, paths, graph, cluster, outcomes
 
@@ -184,7 +185,7 @@ window.addEventListener('load', function () {
 def every_cluster_scheduler(tmp_path_factory):
     """``compare --schedulers all --report`` on a 30-task instance (the demo's size), ranked."""
     graph, cluster = workloads.workload("diamond-30"), workloads.cluster("heterogeneous-10")
-    outcomes = rank_outcomes(run_schedulers(graph, cluster, resolve_names("all", cluster)))
+    outcomes = rank_outcomes(run_schedulers(graph, cluster, resolve_names("all", cluster), model=ModelParams()))
     out = tmp_path_factory.mktemp("all") / "all.html"
     write_report(out, graph, cluster, outcomes)
     return out, outcomes
@@ -271,7 +272,7 @@ def test_replan_report_at_1280_px_has_no_spilling_or_overlapping_label(tmp_path)
 
 def test_a_placement_two_schedulers_share_is_drawn_once(tmp_path):
     graph, cluster = workloads.workload("diamond-16"), workloads.cluster("heterogeneous-10")
-    (even,) = run_schedulers(graph, cluster, ["even"])
+    (even,) = run_schedulers(graph, cluster, ["even"], model=ModelParams())
     twin = type(even)({**even.row, "scheduler": "twin"}, even.placement)
     one_worker = type(even.placement).build(even.placement.node_of, np.zeros(graph.n_tasks, int))
     assert not np.array_equal(one_worker.worker_of, even.placement.worker_of)
@@ -290,11 +291,10 @@ def demo_report(tmp_path_factory):
     """The report ``make demo`` writes: every cluster scheduler on Fischer's Payload topology
     (80 tasks) on 11 iMacs, ranked, with the verdict on the fitted set of those machines
     (``optimal`` given 2 s instead of 10 to keep the test short)."""
-    from streamsched.evaluation.experiments.registry import build_cluster, build_graph
-    from streamsched.evaluation.performance import regime
     from streamsched.evaluation.verdict import verdict
+    from streamsched.performance import regime
 
-    graph, cluster = build_graph("fischer-payload-10"), build_cluster("fischer-11")
+    graph, cluster = workloads.workload("fischer-payload-10"), workloads.cluster("fischer-11")
     model = regime("fischer-imac")
     outcomes = rank_outcomes(run_schedulers(graph, cluster, resolve_names("all", cluster), {"time_limit": 2.0},
                                             model=model))
@@ -415,7 +415,7 @@ def test_first_table_folds_constant_and_repeated_columns_into_a_note(demo_report
 
 def test_a_column_that_differs_stays_in_the_first_table(tmp_path):
     graph, cluster = workloads.workload("diamond-16"), workloads.cluster("heterogeneous-10")
-    outcomes = rank_outcomes(run_schedulers(graph, cluster, names()))
+    outcomes = rank_outcomes(run_schedulers(graph, cluster, names(), model=ModelParams()))
     rows = [o.row for o in outcomes]
     assert len({r["nodes_used"] for r in rows}) > 1  # even spreads, the others pack
     headings, _ = top_table(write_report(tmp_path / "r.html", graph, cluster, outcomes)[0].read_text())
@@ -423,7 +423,7 @@ def test_a_column_that_differs_stays_in_the_first_table(tmp_path):
 
 
 def test_model_parameters_are_a_table_with_units_and_sources_without_float_noise(demo_report):
-    from streamsched.evaluation.performance import regime
+    from streamsched.performance import regime
 
     out, *_ = demo_report
     page = out.read_text()

@@ -14,15 +14,14 @@ import json
 import math
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
-from streamsched.comparison import Outcome
-from streamsched.comparison import run_schedulers as compare_runs
 from streamsched.errors import InputError
-from streamsched.evaluation.performance import (SETTING_SETS, ModelParams, describe_params, fitted_set, predict,
-                                               read_calibration, regime)
+from streamsched.evaluation.comparison import Outcome, add_prediction
+from streamsched.performance import (SETTING_SETS, ModelParams, describe_params, fitted_set, predict,
+                                     read_calibration)
 from streamsched.evaluation.pictures import (MAX_PICTURE_TASKS, before_after, metric_bars, moved_tasks, node_view,
                                              svg, traffic_and_load, tradeoff, versus)
 from streamsched.evaluation.verdict import fmt
@@ -97,31 +96,6 @@ PARAMETERS = {
     "max_spout_pending": ("max spout pending per source task (0 = unlimited)", "tuples", 1.0),
     "operating_point": ("rate at which latency is reported", "% of the maximum", 1e2),
 }
-
-
-def run_schedulers(graph: TaskGraph, cluster: Cluster, names: Iterable[str], params: dict[str, Any] | None = None,
-                   seed: int = 0, model: ModelParams | None = None,
-                   on_start: Callable[[str], None] | None = None) -> list[Outcome]:
-    """:func:`streamsched.comparison.run_schedulers`, each row extended with the model's prediction."""
-    model = model or ModelParams()
-    outcomes = compare_runs(graph, cluster, list(names), params, seed, on_start)
-    for outcome in outcomes:
-        if outcome.placement is not None:
-            add_prediction(outcome.row, graph, cluster, outcome.placement, model)
-    return outcomes
-
-
-def add_prediction(row: dict[str, Any], graph: TaskGraph, cluster: Cluster, placement: Placement,
-                   model: ModelParams) -> dict[str, Any]:
-    """Add the performance model's throughput, latency and bottleneck to a comparison row."""
-    prediction = predict(graph, cluster, placement, model).summary()
-    row.update({k: prediction[k] for k in ("throughput_tps", "throughput_per_node", "source_tps",
-                                           "bottleneck", "regime", "max_rate_scale")})
-    for key, name in (("throughput_io_tps", "io-bound"), ("throughput_cpu_tps", "cpu-bound")):
-        row[key] = predict(graph, cluster, placement, regime(name)).throughput_tps
-    row["latency_ms"] = prediction["latency_s"] * 1e3
-    row["task_latency_ms"] = prediction["task_latency_s"] * 1e3
-    return row
 
 
 def write_report(path: str | Path, graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome],
@@ -211,12 +185,11 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
                           "no other beats on both less traffic and more throughput.</p>"
                           + _figure(svg(tradeoff(rows, prefix="overview-")), "trade-off overview", "overview")))
     parts.append(_placements(graph, cluster, outcomes, model, base))
-    failed = [r for r in rows if r.get("error") or r.get("status") == "skipped"]
+    failed = [r for r in rows if r.get("error") or r.get("status") == "skipped" or r.get("prediction_error")]
     if failed:
-        items = "".join(f"<li><b>{html.escape(r['scheduler'])}</b>: "
-                        f"{html.escape(str(r.get('error') or r.get('reason') or r.get('status')))}</li>"
-                        for r in failed)
-        parts.append(_section("failures", f"Schedulers without a placement ({len(failed)})", f"<ul>{items}</ul>"))
+        items = "".join(f"<li><b>{html.escape(r['scheduler'])}</b>: {html.escape(_why(r))}</li>" for r in failed)
+        parts.append(_section("failures", f"Schedulers without a placement or a prediction ({len(failed)})",
+                              f"<ul>{items}</ul>"))
     parts.append(_section("model", "Model parameters", _parameters(model)))
     notes = "".join(f"<dt>{html.escape(heading)}</dt><dd>{html.escape(meaning)}</dd>"
                     for _, heading, _, meaning in COLUMNS)
@@ -224,6 +197,13 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
                           f"<dl>{notes}</dl><p class='note'>The papers: README.md, section Papers.</p>"))
     parts.append(_SCRIPT + "</body></html>")
     return "\n".join(parts)
+
+
+def _why(row: dict[str, Any]) -> str:
+    """Why a row has no placement (skipped, error) or no picture (the model cannot predict it)."""
+    if row.get("prediction_error") and not row.get("error"):
+        return f"placed, not drawn: {row['prediction_error']}"
+    return str(row.get("error") or row.get("reason") or row.get("status"))
 
 
 def _section(name: str, summary: str, body: str) -> str:
@@ -300,8 +280,10 @@ def _headline(graph: TaskGraph, cluster: Cluster, model: ModelParams, best: Outc
     if best is None:
         return "<p class='error' id='headline'>No placement to show.</p>"
     sides = [(best.row["scheduler"], best.placement)]
-    if base is not None and not _same(best.placement, base.placement):
+    if base is not None and not base.row.get("prediction_error") and not _same(best.placement, base.placement):
         sides.append((f"{base.row['scheduler']} (baseline)", base.placement))
+    if best.row.get("prediction_error"):
+        return f"<p class='error' id='headline'>{html.escape(_why(best.row))}</p>"
     drawn = [(name, placement, predict(graph, cluster, placement, model).node_cpu_utilisation)
              for name, placement in sides]
     what = " against ".join(name for name, _ in sides)
@@ -323,7 +305,7 @@ def _placements(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
     baseline's."""
     groups: list[list[Outcome]] = []
     for outcome in outcomes:
-        if outcome.placement is None:
+        if outcome.placement is None or outcome.row.get("prediction_error"):  # the model cannot draw it
             continue
         twin = next((g for g in groups if _same(g[0].placement, outcome.placement)), None)
         if twin is None:
