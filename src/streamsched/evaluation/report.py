@@ -1,6 +1,10 @@
-"""Comparison reports: one self-contained HTML page (table, trade-off overview, bar charts,
-per placement a node view, a traffic map and utilisation bars; all inline SVG) with the same
-rows as CSV and JSON beside it; and the before/after page of a re-plan.
+"""Comparison reports: one self-contained HTML page (all pictures inline SVG) with the same rows
+as CSV and JSON beside it; and the before/after page of a re-plan.
+
+The comparison page's first screen holds the verdict, the ranked table (columns equal in every
+placement folded into a note) and the recommended placement against the baseline; the rest
+(every metric, the trade-off, the top placements in detail, failures, the model's parameters,
+the columns' meanings) is folded into ``<details>`` sections (docs/evaluation.md).
 
 The page carries a small script that records script errors and rendered pictures in ``<body>``
 attributes (``data-images-loaded``, ``data-script-errors``), so a headless browser can check it.
