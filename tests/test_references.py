@@ -20,7 +20,7 @@ SOLVERS = [ROOT / "solvers" / f"{name}.py" for name in
            ("__init__", "problem", "formulations", "bounds", "relaxation", "local_search", "neighbourhoods")]
 #: ``.. [1] Karypis, G.; Kumar, V. (1998) "A fast ...", SIAM ...``: authors, (year), "title", venue.
 ENTRY = re.compile(r'^\.\. \[\d+\] (?P<authors>[^()]+?) \((?P<year>(19|20)\d\d)\) "(?P<title>[^"]+)", (?P<venue>\S.*)$')
-#: Local copies of the papers (../shared/papers/*.txt) and the prior-art notes.
+#: The short file names of the papers (README.md, Papers) and of the prior-art notes.
 LOCAL_FILE = re.compile(r"[\w-]+\.txt\b|prior-art\.md")
 
 

@@ -21,6 +21,7 @@ from rich.console import Console
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import finite_or_null
 from streamsched.cli.summaries import reading_lines
+from streamsched.metrics import remote_traffic
 from streamsched.errors import InputError
 from streamsched.model import Cluster, Placement, TaskGraph
 
@@ -44,6 +45,7 @@ def write_reading(out: Path, graph: TaskGraph, placement: Placement, cluster: Cl
     (out / "cluster.yaml").write_text(yaml.safe_dump(cluster.to_dict(), sort_keys=False))
     report = {
         **dict(summary or {}),
+        "current": remote_traffic(graph, placement),
         "graph": {**graph.summary(), "file": str(out / "graph.json")},
         "placement": str(out / "placement.json"),
         "cluster": {"name": cluster.name, "nodes": [n.name for n in cluster.nodes],

@@ -109,9 +109,11 @@ class Placement:
         }
 
     def write(self, path: str | Path, graph: TaskGraph, cluster: Cluster) -> None:
-        """Write atomically: a temporary file beside ``path``, then a rename (no half file)."""
+        """Write atomically: a temporary file beside ``path``, then a rename (no half file); a
+        missing directory of ``path`` is created."""
         path = Path(path)
         text = json.dumps(self.to_dict(graph, cluster), indent=1, default=_jsonable)
+        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             temporary.write_text(text)
