@@ -38,7 +38,8 @@ class TaskGraph:
     """Tasks ``0..n-1`` (external ids in ``task_ids``) and directed, weighted edges.
 
     ``load_unit`` says what a load counts: ``tasks`` (the papers' unit loads, the default) or
-    ``cores`` (measured busy cores); see :mod:`streamsched.model.units`.
+    ``cores`` (measured busy cores); see :mod:`streamsched.model.units`. ``contention``
+    optionally carries CAPSys's contention profile (:mod:`streamsched.model.contention`).
     """
 
     name: str
@@ -52,6 +53,9 @@ class TaskGraph:
     task_ids: np.ndarray
     memory_mb: np.ndarray
     load_unit: str = TASKS
+    #: CAPSys's per-task cost vectors and link types
+    #: (:class:`streamsched.model.contention.ContentionProfile`), or None.
+    contention: Any = None
 
     @classmethod
     def build(cls, name: str, operator_names, task_operator, load, src, dst, rate,
