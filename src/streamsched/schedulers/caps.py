@@ -385,3 +385,51 @@ class CapsScheduler(Scheduler):
             raise PackingFailed(f"caps: the plan exceeds a node's capacity (unequal task loads)", node_of, worker_of,
                                 metadata=metadata)
         return Placement.build(node_of, worker_of, metadata)
+
+
+def exact_contention_placement(graph: TaskGraph, cluster: Cluster, *, objective: str, weights, ceilings: dict[str, float],
+                               network_ceiling: float | None, time_limit: float, work_limit: float | None, seed: int,
+                               workers: int, warm_start: bool) -> Placement:
+    """``optimal``'s contention objective: :func:`streamsched.solvers.contention.solve_contention`
+    on ``graph``'s profile, from this search's plan when ``warm_start`` (module docstring);
+    ``objective`` is a comma-separated order of dimensions, ``weighted`` or ``network-total``."""
+    from streamsched.solvers.contention import solve_contention
+
+    profile = profile_from_graph(graph)
+    limits = node_limits(graph, cluster)
+    if int(limits.sum()) < graph.n_tasks:
+        raise InfeasibleError(f"optimal: graph {graph.name!r} has {graph.n_tasks} tasks but the nodes of "
+                              f"{cluster.name!r} take at most {int(limits.sum())}")
+    max_load = np.zeros(profile.n_operators)
+    np.maximum.at(max_load, graph.task_operator, graph.load)
+    low, high = threshold_bases(profile, len(limits), int(np.max(limits)))
+    hint, warm = None, None
+    if warm_start:
+        try:
+            result, _, _ = auto_tune(profile, limits, (0.07, 0.07, 0.5), 0.01, 0.2, 2_000, 20_000)
+            span = np.where(high - low > 0, high - low, 1.0)
+            hint = min(result.plans, key=lambda plan: float((plan[0] / span).sum()))[1]
+            warm = dict(zip(DIMENSIONS, map(float, costs_from_counts(profile, hint).max(axis=0))))
+        except InfeasibleError:
+            hint = None
+    if objective in ("weighted", "network-total"):
+        kind, order = ("weighted" if objective == "weighted" else "traffic"), DIMENSIONS
+    else:
+        kind, order = "lexicographic", tuple(objective.split(","))
+    solution = solve_contention(profile, limits, cluster.capacity, max_load, objective=kind, order=order,
+                                weights=weights, spans=tuple(np.where(high - low > 0, high - low, 1.0)),
+                                ceilings=ceilings, network_ceiling=network_ceiling, time_limit=time_limit,
+                                work_limit=work_limit, seed=seed, workers=workers, hint=hint)
+    if solution.status == "infeasible":
+        raise InfeasibleError(f"optimal: no placement of {graph.name!r} on {cluster.name!r} meets the contention "
+                              f"ceilings and capacities")
+    if solution.counts is None:
+        raise InfeasibleError(f"optimal: no placement of {graph.name!r} found within time_limit={time_limit:g} s")
+    node_of, worker_of = placement_from_counts(graph, cluster, profile, solution.counts)
+    first = solution.stages[0]
+    return Placement.build(node_of, worker_of, {
+        "status": solution.status, "bound": first.get("bound"), "gap": solution.gap, "contention": solution.cost,
+        "contention_bound": solution.bound, "network_total": solution.network_total, "stages": solution.stages,
+        "seconds_to_first": solution.seconds_to_first, "seconds_to_best": solution.seconds_to_best,
+        "solver_time_s": solution.wall_time_s, "warm_start": warm, "measured": list(profile.measured),
+        "objective": objective})

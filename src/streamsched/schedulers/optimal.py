@@ -1,5 +1,9 @@
 """The optimal scheduler of Eskandari et al. [1]_ section 3 (eqs. 1-5) and [2]_ section 5.
 
+``objective=contention`` instead minimises CAPSys's contention (the bottleneck node's compute,
+state and network cost, lexicographically or weighted) with :mod:`streamsched.solvers.contention`,
+under optional ceilings on each bottleneck and on the total network cost.
+
 Minimises inter-node traffic (eq. 3) subject to node capacity (eq. 4) and one node per task
 (eq. 5) with an exact solver (:func:`streamsched.solvers.solve_placement`), within
 ``time_limit`` seconds of wall clock for the whole call (theta of [1]_ Algorithm 1).
@@ -32,13 +36,15 @@ References
 
 from __future__ import annotations
 
+import itertools
+import math
 import multiprocessing
 import time
 from typing import Any
 
 import numpy as np
 
-from streamsched.errors import InfeasibleError, InputError
+from streamsched.errors import InfeasibleError, InputError, ParameterError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import NO_WORKER, Placement
@@ -51,6 +57,10 @@ from streamsched.solvers import BACKENDS, DEFAULT_MEMORY_LIMIT_MB, FORMULATIONS,
 #: Share of ``time_limit`` the warm-start schedulers may use, and the ones tried first.
 WARM_START_SHARE = 0.3
 FIRST_WARM_STARTS = ("i-scheduler", "metis", "r-storm", "t3")
+#: ``contention`` values: every order of the three dimensions (lexicographic), or a weighted sum,
+#: or the total network cost.
+CONTENTION_OBJECTIVES = tuple(",".join(p) for p in itertools.permutations(("compute", "state", "network"))) + (
+    "weighted", "network-total")
 
 
 @register
@@ -69,10 +79,22 @@ class OptimalScheduler(Scheduler):
         Param("memory_limit_mb", float, DEFAULT_MEMORY_LIMIT_MB,
               "above this estimated model size, a smaller model or local search alone", low=1.0),
         Param("warm_starts", bool, True, "start from the other cluster schedulers' placements"),
+        Param("objective", str, "traffic", "traffic, or contention (CAPSys's bottleneck compute, state, network)",
+              choices=("traffic", "contention")),
+        Param("contention", str, "compute,state,network", "contention objective: an order of dimensions "
+              "(lexicographic), weighted or network-total", choices=CONTENTION_OBJECTIVES),
+        Param("contention_weights", str, "1,1,1", "weighted: weights of compute,state,network (each over CAPS's span)"),
+        Param("compute_ceiling", float, -1.0, "contention: largest node compute cost allowed (-1: none)", low=-1.0),
+        Param("state_ceiling", float, -1.0, "contention: largest node state cost allowed (-1: none)", low=-1.0),
+        Param("network_ceiling", float, -1.0, "contention: largest node network cost allowed (-1: none)", low=-1.0),
+        Param("traffic_ceiling", float, -1.0, "contention: largest total network cost, summed over nodes (-1: none)",
+              low=-1.0),
     )
     randomised = True
 
     def place(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
+        if params["objective"] == "contention":
+            return _contention(graph, cluster, params, seed)
         return self._solve(graph, cluster, params, seed)
 
     replan_options = (Param("migration_cost", float, 1.0, "cost per moved task, in rate units", low=0.0),)
@@ -141,6 +163,25 @@ class OptimalScheduler(Scheduler):
             metadata.update(moved=result.moved, migration_cost=constraints.get("migration_cost", 0.0),
                             objective=result.objective)
         return Placement.build(node_of, worker_of, metadata)
+
+
+def _contention(graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
+    """``objective=contention``: :func:`streamsched.schedulers.caps.exact_contention_placement`."""
+    from streamsched.schedulers.caps import exact_contention_placement
+
+    try:
+        weights = tuple(float(w) for w in params["contention_weights"].split(","))
+    except ValueError:
+        weights = ()
+    if len(weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in weights):
+        raise ParameterError(f"optimal.params.contention_weights: {params['contention_weights']!r} is not three "
+                             f"numbers >= 0 separated by commas")
+    ceilings = {d: params[f"{d}_ceiling"] for d in ("compute", "state", "network") if params[f"{d}_ceiling"] >= 0}
+    traffic = params["traffic_ceiling"] if params["traffic_ceiling"] >= 0 else None
+    return exact_contention_placement(graph, cluster, objective=params["contention"], weights=weights,
+                                      ceilings=ceilings, network_ceiling=traffic, time_limit=params["time_limit"],
+                                      work_limit=params["time_limit"], seed=seed, workers=params["workers"],
+                                      warm_start=params["warm_starts"])
 
 
 def heuristic_placements(graph: TaskGraph, cluster: Cluster, seed: int,
