@@ -271,7 +271,8 @@ def profile_from_graph(graph: TaskGraph) -> ContentionProfile:
     """The graph's own profile, or one derived from its weights when it has none.
 
     Derived: compute = the operator's mean task load, network = its mean outgoing rate (bytes
-    per second where the graph has them, else tuples), state not measured (0); a link is
+    per second where the graph has them, else tuples) over its downstream operators (CAPS
+    charges ``network`` once per link), state not measured (0); a link is
     ``FORWARD`` when every upstream task sends to exactly one downstream task and the
     parallelisms are equal, else ``HASH``.
     """
@@ -285,8 +286,9 @@ def profile_from_graph(graph: TaskGraph) -> ContentionProfile:
     out = np.bincount(graph.src[between], weights=weight[between], minlength=graph.n_tasks)
     safe = np.maximum(counts, 1)
     compute = np.bincount(graph.task_operator, weights=graph.load, minlength=n_ops) / safe
-    network = np.bincount(graph.task_operator, weights=out, minlength=n_ops) / safe
     pairs = sorted(set(zip(ops_s[between].tolist(), ops_d[between].tolist())))
+    fan_out = np.maximum(np.bincount([o for o, _ in pairs], minlength=n_ops), 1)
+    network = np.bincount(graph.task_operator, weights=out, minlength=n_ops) / safe / fan_out
     downstream: list[list[int]] = [[] for _ in range(n_ops)]
     outbound = [""] * n_ops
     for o, d in pairs:

@@ -19,7 +19,9 @@ many tasks of each operator each node hosts. The search, our implementation of [
 *Auto-tuning* ([1]_ section 4.3, CAPS's ``Auto_tuning``): from the ceilings, relax all alphas
 by ``(1 + tune_rate)`` until a plan exists; binary-search each dimension's smallest alpha that
 still gives a plan (others at their ceiling) to ``granularity``; from those minima, search for
-the full front, relaxing by ``(1 + tune_rate)`` until it finds a plan.
+the full front, relaxing by ``(1 + tune_rate)`` until it finds a plan. Where even alphas of 1
+give no plan (a node's network above CAPS's ``high``, possible on graphs that are not CAPSys
+profiles) the first plan of a search without thresholds is taken (alpha reported as inf).
 
 CAPS stops on wall-clock timeouts and splits the search over goroutines; this search stops on
 ``work_limit`` node trials per search (``probe_work`` for auto-tuning's probes), so a run
@@ -252,7 +254,11 @@ def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granular
     relaxed = 0
     while not works(ceiling):
         if np.all(ceiling >= 1.0):
-            raise InfeasibleError("caps: no plan within probe_work even with every alpha at 1")
+            # CAPS would retry forever; without thresholds the first plan of the search is taken
+            result = _Search(profile, limits, np.full(3, np.inf), probe_work, True).run()
+            if not result.plans:
+                raise InfeasibleError("caps: no plan within probe_work even without thresholds")
+            return result, np.full(3, np.inf), {"relax_ceiling": relaxed, "unbounded": True}
         ceiling = np.minimum(ceiling * (1 + rate), 1.0)
         relaxed += 1
     minimum, calls = ceiling.copy(), {"relax_ceiling": relaxed}
