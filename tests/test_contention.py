@@ -237,3 +237,36 @@ def test_a_graph_without_a_profile_gets_one_from_its_weights():
     assert profile.measured == ("compute", "network") and profile.outbound[0] == "HASH"
     placement = get_scheduler("caps").schedule(graph, workloads.cluster("high-low-1-2"))
     assert placement.violations(graph, workloads.cluster("high-low-1-2")) == []
+
+
+# ------------------------------------------------------------------ profiles from Flink
+def test_flink_capture_gives_compute_and_network_per_task_and_says_state_is_not_measured():
+    """The real Flink 2.3 capture (tests/fixtures/flink/live-job): compute = mean busy cores of
+    Calc's subtasks, network = mean numBytesOut per second, recomputed from the raw counters."""
+    from streamsched.engines import flink
+
+    capture = flink.load_capture(Path(__file__).parent / "fixtures" / "flink" / "live-job")
+    reading = flink.read_capture(capture)
+    profile = reading.graph.contention
+    assert profile.measured == ("compute", "network")
+    assert "state" in reading.report["contention"]["not_measured"]
+    first, last = capture.snapshots
+    job = last.documents[f"jobs/{capture.job_id}"]
+    (vertex,) = [v for v in job["vertices"] if v["name"].startswith("Calc[")]
+
+    def raw(metric):
+        out = []
+        for i in range(vertex["parallelism"]):
+            key = f"jobs/{capture.job_id}/vertices/{vertex['id']}/subtasks/{i}/metrics"
+            value = lambda snap: float({m["id"]: m["value"] for m in snap.documents[key]}[metric])
+            out.append((value(last) - value(first)) / (last.time - first.time))
+        return np.array(out)
+
+    k = [i for i, name in enumerate(reading.graph.operator_names) if name.startswith("Calc[")][0]
+    assert profile.cost[k, 0] == pytest.approx(raw("accumulateBusyTimeMs").mean() / 1000, rel=1e-12)
+    assert profile.cost[k, 2] == pytest.approx(raw("numBytesOut").mean(), rel=1e-12)  # one downstream vertex
+    assert profile.outbound[k] == "HASH" and profile.cost[:, 1].tolist() == [0.0] * profile.n_operators
+    kinds = {reading.graph.operator_names[o]: profile.outbound[o] for o in range(profile.n_operators)}
+    assert kinds["Source: gen[1]"] == "REBALANCE"
+    placement = get_scheduler("caps").schedule(reading.graph, reading.cluster)
+    assert placement.violations(reading.graph, reading.cluster) == []
