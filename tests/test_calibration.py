@@ -13,7 +13,7 @@ import pytest
 
 from streamsched.errors import InputError
 from streamsched.evaluation import calibration as cal
-from streamsched.evaluation.performance import CALIBRATION_FILE, REGIMES, ModelParams, describe, regime
+from streamsched.performance import CALIBRATION_FILE, REGIMES, ModelParams, describe, regime
 
 PAPERS = Path(__file__).resolve().parents[2] / "shared" / "papers"
 if not PAPERS.is_dir():
@@ -275,7 +275,7 @@ def test_predict_and_report_header_name_the_set_and_its_error(tmp_path, capsys):
     assert main(["predict", str(placement), "-w", "linear-12"]) == 0
     assert describe("default") in capsys.readouterr().out.replace("\n", " ")
     # the report header's wording: the fitted set a parameter object is, or a warning that it is none
-    from streamsched.evaluation.performance import describe_params
+    from streamsched.performance import describe_params
     assert describe_params(regime("default")) == describe("default")
     assert describe_params(regime("fischer-imac").with_(acking=True)) == describe("fischer-imac") + ", with acking"
     assert describe_params(ModelParams()).startswith("custom parameters, not a fitted set")

@@ -223,7 +223,7 @@ def test_reproduce_edge_cloud_puts_the_papers_statements_beside_the_simulation(t
 
 
 # ------------------------------------------------------------------ capacity before long work
-def test_pipeline_demo_checks_the_cluster_before_starting_spark(tmp_path, capsys, monkeypatch):
+def test_demo_checks_the_cluster_before_starting_spark(tmp_path, capsys, monkeypatch):
     """Payload (10 chains of 8 tasks, load 1 each: 80) cannot fit one high VM (capacity 16):
     exit 3 in one line, and Spark is never started (its starter raises here)."""
     import streamsched.cli.pipeline as pipeline_cli
@@ -233,13 +233,15 @@ def test_pipeline_demo_checks_the_cluster_before_starting_spark(tmp_path, capsys
 
     monkeypatch.setattr(pipeline_cli, "_spark", no_spark)
     out = tmp_path / "demo"
-    code, _, err = run(capsys, "pipeline-demo", "-w", "fischer-payload-10", "-c", "high-low-1-0", "--out", str(out))
+    code, _, err = run(capsys, "demo", "-w", "fischer-payload-10", "-c", "high-low-1-0", "--out", str(out))
     assert code == 3 and err == ("error: graph 'fischer-payload-10' needs load 80 but cluster 'high-low-1-0' has "
                                  "capacity 16\n")
-    code, _, err = run(capsys, "pipeline-demo", "-s", "no-such", "--out", str(out))
+    code, _, err = run(capsys, "demo", "--schedulers", "even,no-such", "--out", str(out))
     assert code == 2 and err.startswith("error: unknown scheduler 'no-such'") and err.count("\n") == 1
-    code, _, err = run(capsys, "pipeline-demo", "-s", "i-scheduler", "-p", "theta=-1", "--out", str(out))
+    code, _, err = run(capsys, "demo", "--schedulers", "i-scheduler", "-p", "theta=-1", "--out", str(out))
     assert code == 2 and "theta" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "demo", "--model", "no-such-set", "--out", str(out))
+    assert code == 2 and "no-such-set" in err and err.count("\n") == 1
     assert not out.exists()
 
 

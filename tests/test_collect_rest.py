@@ -20,7 +20,7 @@ from streamsched.cli import main
 from streamsched.engines import flink
 from streamsched.engines.storm import ui_rest
 from streamsched.pipeline import collect_rest
-from streamsched.pipeline.collect_rest import FlinkCollector, StormUICollector
+from streamsched.pipeline.collect_rest import FlinkCollector, StormUICollector, running_placement
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STORM = FIXTURES / "storm_ui" / "wordcount"
@@ -324,3 +324,22 @@ def test_a_failed_reading_is_reported_and_the_next_covers_the_gap(storm_server, 
     # Reading 1 is the base; chunk 1 = readings 1 -> 2, chunk 2 = readings 2 -> 5 (3 and 4 failed).
     assert into_17[:2] == [pytest.approx(186760), pytest.approx(3 * 186760)]
     assert all(x == pytest.approx(186760) for x in into_17[2:])
+
+
+def test_flink_collector_keeps_the_jobs_running_placement(flink_server, tmp_path):
+    """After a poll, ``.running-flink-<job>.json`` holds where the job's subtasks ran (the
+    recorded answer's TaskManagers), readable as a placement of the interval's graph."""
+    capture = flink_server.capture
+    ticks = iter(float(t) for t in range(0, 10_000, 5))
+    out = tmp_path / "chunks"
+    collector = FlinkCollector(flink_server.url, out, clock=lambda: next(ticks), poll_s=0.01)
+    collector.poll()
+    flink_server.arm(dict(capture.snapshots[1].documents))
+    collector.poll()
+    reading = flink.read_capture(capture)
+    found = running_placement(out, reading.graph, reading.cluster)
+    expected = {}
+    for vertex in flink.parse_snapshot(capture.snapshots[1].documents, capture.job_id, "x").vertices:
+        for sub in vertex.subtasks:
+            expected[len(expected)] = sub.taskmanager
+    assert {t: reading.cluster.nodes[k].name for t, k in enumerate(found.node_of.tolist())} == expected

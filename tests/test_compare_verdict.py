@@ -13,11 +13,11 @@ import pytest
 
 from streamsched import workloads
 from streamsched.cli import main
-from streamsched.comparison import Outcome, placement_row, rank, rank_outcomes, run_schedulers
-from streamsched.evaluation.experiments.registry import build_cluster, build_graph
-from streamsched.evaluation import performance
-from streamsched.evaluation.performance import ModelParams, predict, regime
-from streamsched.evaluation.verdict import PRESET, add_predictions, fmt, model_error, verdict
+from streamsched.evaluation.comparison import Outcome, add_prediction, placement_row, rank, rank_outcomes, run_schedulers
+from streamsched.workloads import cluster as build_cluster, workload as build_graph
+from streamsched import performance
+from streamsched.performance import ModelParams, predict, regime
+from streamsched.evaluation.verdict import PRESET, fmt, model_error, verdict
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -63,8 +63,8 @@ def test_verdict_numbers_by_hand_on_two_chains():
     100 tuples/s x 2.7e6 cycles: 2.97e9 cycles/s, scale 2.7/2.97 = 10/11, throughput 2000/11.
     Nodes (4 cores: scale >= 1.8) and NICs (10 kB/s) never bind. Gain: 200 / (2000/11) = +10 %."""
     graph, cluster, placements = _two_chains()
-    outcomes = [Outcome(placement_row(name, graph, cluster, p), p) for name, p in placements.items()]
-    add_predictions(outcomes, graph, cluster, HAND_MODEL)
+    outcomes = [Outcome(add_prediction(placement_row(name, graph, cluster, p), graph, cluster, p, HAND_MODEL), p)
+                for name, p in placements.items()]
     rows = [o.row for o in rank_outcomes(outcomes)]
     assert [r["scheduler"] for r in rows] == ["colocate", "even"] and rows[0]["best"]
     result = verdict(rows, error=0.05, preset="hand", error_source="test")
@@ -89,8 +89,8 @@ def test_a_placement_that_cuts_traffic_but_packs_one_node_is_predicted_slower():
     graph, _, placements = _two_chains()
     cluster = Cluster("pair", (Node("n0", capacity=4.0, slots=1, cores=2), Node("n1", capacity=4.0, slots=1, cores=2)))
     placements = {"packed": Placement.build([0, 0, 0, 0], [0, 0, 0, 0]), "even": placements["even"]}
-    outcomes = [Outcome(placement_row(name, graph, cluster, p), p) for name, p in placements.items()]
-    add_predictions(outcomes, graph, cluster, HAND_MODEL)
+    outcomes = [Outcome(add_prediction(placement_row(name, graph, cluster, p), graph, cluster, p, HAND_MODEL), p)
+                for name, p in placements.items()]
     rows = [o.row for o in rank_outcomes(outcomes)]
     result = verdict(rows, error=0.05, preset="hand", error_source="test")
     assert result["best"] == "packed" and result["throughput_tps"]["best"] == pytest.approx(100.0)
@@ -123,8 +123,8 @@ def test_a_hot_task_makes_placement_not_matter():
     placement is limited by that one thread, and the verdict says so instead of ranking noise."""
     graph = _hot_key_graph()
     cluster = Cluster("four", tuple(Node(f"n{i}", capacity=4.0, slots=2) for i in range(4)))
-    outcomes = run_schedulers(graph, cluster, ["even", "metis", "t3", "ols", "r-storm", "i-scheduler"])
-    add_predictions(outcomes, graph, cluster, ModelParams())
+    outcomes = run_schedulers(graph, cluster, ["even", "metis", "t3", "ols", "r-storm", "i-scheduler"],
+                              model=ModelParams())
     rows = [o.row for o in rank_outcomes(outcomes)]
     assert {r["bottleneck"] for r in rows} == {"executor of task count[0]"}
     result = verdict(rows, error=0.05, preset="default-params", error_source="test")
@@ -148,8 +148,7 @@ def test_the_demo_workload_gives_a_win_over_even_on_the_recommended_model():
                             exact.rate * rng.lognormal(0, 0.02, exact.n_edges), bytes_rate=exact.bytes_rate)
     cluster = build_cluster("fischer-11")
     names = ["even", "metis", "ols", "t3", "i-scheduler", "r-storm", "a3-storm", "gr-storm"]
-    outcomes = run_schedulers(graph, cluster, names)
-    add_predictions(outcomes, graph, cluster, regime(PRESET))
+    outcomes = run_schedulers(graph, cluster, names, model=regime(PRESET))
     rows = [o.row for o in rank_outcomes(outcomes)]
     error, source = model_error(PRESET)
     result = verdict(rows, error, PRESET, source)

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from streamsched.errors import InputError
-from streamsched.io import Fields, read_document
+from streamsched.model.io import Fields, read_document
 from streamsched.model import Cluster
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from streamsched import workloads
 from streamsched.errors import InputError
-from streamsched.evaluation.performance import ModelParams, demands, predict, regime
+from streamsched.performance import ModelParams, demands, predict, regime
 from streamsched.metrics import inter_node_traffic, node_loads
 from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.model.topology import Operator, Stream, Topology

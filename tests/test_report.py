@@ -16,7 +16,9 @@ from streamsched import workloads
 from streamsched.cli import main
 from streamsched.cli.core import resolve_names
 from streamsched.errors import InputError
-from streamsched.evaluation.report import CHARTS, run_schedulers, write_report
+from streamsched.evaluation.comparison import run_schedulers
+from streamsched.evaluation.report import CHARTS, write_report
+from streamsched.performance import ModelParams
 from streamsched.metrics import evaluate
 from streamsched.schedulers import available
 
@@ -33,7 +35,7 @@ def names():
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "cmp.html"
     graph, cluster = workloads.workload("diamond-16"), workloads.cluster("heterogeneous-10")
-    outcomes = run_schedulers(graph, cluster, names())
+    outcomes = run_schedulers(graph, cluster, names(), model=ModelParams())
     paths = write_report(out, graph, cluster, outcomes)
     return out, paths, graph, cluster, outcomes
 
@@ -166,7 +168,7 @@ window.addEventListener('load', function () {
 def every_cluster_scheduler(tmp_path_factory):
     """``compare --schedulers all --report`` on a 30-task instance (the demo's size)."""
     graph, cluster = workloads.workload("diamond-30"), workloads.cluster("heterogeneous-10")
-    outcomes = run_schedulers(graph, cluster, resolve_names("all", cluster))
+    outcomes = run_schedulers(graph, cluster, resolve_names("all", cluster), model=ModelParams())
     out = tmp_path_factory.mktemp("all") / "all.html"
     write_report(out, graph, cluster, outcomes)
     return out, outcomes
@@ -245,7 +247,7 @@ def test_replan_report_at_1280_px_has_no_spilling_or_overlapping_label(tmp_path)
 
 def test_a_placement_two_schedulers_share_is_drawn_once(tmp_path):
     graph, cluster = workloads.workload("diamond-16"), workloads.cluster("heterogeneous-10")
-    (even,) = run_schedulers(graph, cluster, ["even"])
+    (even,) = run_schedulers(graph, cluster, ["even"], model=ModelParams())
     twin = type(even)({**even.row, "scheduler": "twin"}, even.placement)
     one_worker = type(even.placement).build(even.placement.node_of, np.zeros(graph.n_tasks, int))
     assert not np.array_equal(one_worker.worker_of, even.placement.worker_of)

@@ -11,7 +11,7 @@ import pytest
 
 from streamsched import workloads
 from streamsched.cli import main
-from streamsched.comparison import resolve_names, run_schedulers
+from streamsched.evaluation.comparison import resolve_names, run_schedulers
 from streamsched.model.cluster import Cluster
 from streamsched.schedulers import available, family, register, scheduler_class
 from streamsched.schedulers.base import FAMILIES, OBJECTIVES, Scheduler

@@ -13,7 +13,7 @@ import pytest
 
 from streamsched import metrics, workloads
 from streamsched.cli import main
-from streamsched.comparison import compare, resolve_names
+from streamsched.evaluation.comparison import compare, resolve_names
 from streamsched.engines.heron import heron_packing_plan
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
@@ -217,14 +217,14 @@ def test_cli_mixed_units_exit_2_not_infeasible(tmp_path, capsys):
     assert main(["schedule", "--graph", str(graph_file), "-c", str(cluster_file), "-o", str(placement)]) == 0
     capsys.readouterr()
     for argv in (["evaluate", str(placement), "--graph", str(graph_file), "-c", str(cluster_file)],
-                 ["export", str(placement), "--snapshot", str(snapshot), "-c", str(cluster_file), "--format", "heron"]):
+                 ["export", str(placement), "--graph", str(snapshot), "-c", str(cluster_file), "--format", "heron"]):
         assert main(argv) == 0
     capsys.readouterr()
     het = tmp_path / "het.yaml"
     het.write_text("name: heterogeneous-10\nnodes:\n" + "".join(
         f"  - {{name: n{k}, capacity: 8, slots: 2}}\n" for k in range(1, 5)))
     for argv in (["evaluate", str(placement), "--graph", str(graph_file), "-c", str(het)],
-                 ["export", str(placement), "--snapshot", str(snapshot), "-c", str(het), "--format", "kubernetes"],
+                 ["export", str(placement), "--graph", str(snapshot), "-c", str(het), "--format", "kubernetes"],
                  ["replan", str(placement), "--graph", str(graph_file), "-c", str(het)]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()

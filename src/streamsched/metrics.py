@@ -98,6 +98,17 @@ def edge_distances(graph: TaskGraph, placement: Placement, cluster: Cluster) -> 
     return dist
 
 
+def traffic_by_distance(graph: TaskGraph, placement: Placement, cluster: Cluster,
+                        weight: str = "rate") -> dict[str, float]:
+    """Storm's network metric (docs/Resource_Aware_Scheduler_overview.md compares strategies by
+    it): the traffic of edges within a worker, between workers of a node, between nodes of a
+    rack and between racks (each edge in exactly one). With structural traffic (rate 1 per
+    connected executor pair, :mod:`streamsched.engines.storm.nimbus`) these count connections."""
+    dist = edge_distances(graph, placement, cluster)
+    totals = np.bincount(dist, weights=_weights(graph, weight), minlength=4)
+    return dict(zip(("intra_worker", "inter_worker", "inter_node", "inter_rack"), totals.tolist()))
+
+
 def network_distance(graph: TaskGraph, placement: Placement, cluster: Cluster, weight: str = "rate") -> float:
     """R-Storm's network-distance score: sum over edges of distance x rate."""
     return float((edge_distances(graph, placement, cluster) * _weights(graph, weight)).sum())
@@ -118,6 +129,7 @@ def evaluate(graph: TaskGraph, placement: Placement, cluster: Cluster) -> dict[s
         "capacity_imbalance": capacity_imbalance(graph, placement, cluster),
         "max_utilisation": float(util.max()),
         "network_distance": network_distance(graph, placement, cluster),
+        "inter_rack_traffic": traffic_by_distance(graph, placement, cluster)["inter_rack"],
         "valid": not violations,
         "violations": violations,
     }

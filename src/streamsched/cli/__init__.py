@@ -28,7 +28,7 @@ from streamsched.errors import StreamschedError
 TOPICS = ("core", "costs", "edge", "engines", "evaluation", "optimal", "pipeline")
 #: The topic of the commands that are worth loading alone (those of the monitoring pipeline:
 #: the others' matplotlib, solvers and engine readers take a second to import).
-COMMAND_TOPIC = {name: "pipeline" for name in ("gen-metrics", "ingest", "watch", "export", "pipeline-demo", "collect")}
+COMMAND_TOPIC = {name: "pipeline" for name in ("gen-metrics", "ingest", "watch", "export", "run", "demo", "collect")}
 
 #: Name of the stderr handler ``--verbose`` adds to the ``streamsched`` logger.
 VERBOSE_HANDLER = "streamsched-verbose"

@@ -2,7 +2,7 @@
 into OUTDIR/graph.json (the graph file format ``schedule --graph`` reads), OUTDIR/placement.json
 (its current placement) and OUTDIR/cluster.yaml (the machines it was seen on).
 
-Each engine is one sub-command of ``read-engine`` (``storm-ui``; more engines add theirs on
+Each engine is one sub-command of ``read-engine`` (``storm-ui``, ``storm-nimbus``; more engines add theirs on
 :data:`read_app`), and every reader ends in :func:`write_reading`. The readers themselves live
 in ``streamsched.engines`` (docs/engines.md).
 """
@@ -105,6 +105,51 @@ def storm_ui(
     else:
         for line in reading_lines(report):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+@read_app.command("storm-nimbus")
+def storm_nimbus(
+    directory: Path = typer.Argument(..., help="directory of <id>-stormcode.ser and <id>-stormconf.ser (Nimbus' blob store)"),
+    out: Path = typer.Option(..., "--out", "-o", help="directory for one graph file per topology and topologies.json"),
+    ackers: bool = typer.Option(False, "--ackers", help="add the __acker executors Nimbus adds as graph tasks"),
+    executors: str = typer.Option("nimbus", "--executors",
+                                  help="nimbus: min(hint, topology.tasks) per component as Nimbus runs them; "
+                                       "hint: one per parallelism hint, as Storm's TestLargeCluster schedules them"),
+    as_json: bool = typer.Option(False, "--json", help="print the full report as JSON instead of a summary"),
+) -> None:
+    """Topologies as Nimbus stores them: one graph per topology (a task per executor, loads in
+    cores from the declared CPU %, memory on- plus off-heap, one connection per executor pair
+    joined by a stream), written as OUTDIR/<id>.json, and OUTDIR/topologies.json listing them.
+    The per-worker heap limit is listed there (graph files do not keep it)."""
+    from streamsched.engines.storm import nimbus
+    from streamsched.model.graph_files import write_graph
+
+    topologies = nimbus.read_dir(directory, ackers=ackers, executors=executors)
+    rows = []
+    out.mkdir(parents=True, exist_ok=True)
+    for topology in topologies:
+        graph = topology.graph
+        row = {"id": topology.topology_id, "name": topology.name, "executors": topology.executors,
+               "tasks": graph.n_tasks, "connections": graph.n_edges, "ackers": topology.acker_executors,
+               "cpu_cores": graph.total_load, "memory_mb": float(graph.memory_mb.sum()),
+               "worker_heap_mb": topology.worker_heap_mb, "file": None}
+        if graph.n_tasks:
+            row["file"] = str(out / f"{topology.topology_id}.json")
+            write_graph(graph, row["file"])
+        rows.append(row)
+    report = {"engine": "storm-nimbus", "directory": str(directory), "executors_from": executors,
+              "topologies": rows}
+    (out / "topologies.json").write_text(json.dumps(report, indent=1))
+    if as_json:
+        print(json.dumps(finite_or_null(report), indent=1))
+        return
+    empty = [r["id"] for r in rows if r["file"] is None]
+    console.print(f"{len(rows)} topologies from {directory}: {sum(r['executors'] for r in rows)} executors, "
+                  f"{sum(r['connections'] for r in rows)} connections, {sum(r['cpu_cores'] for r in rows):.6g} cores, "
+                  f"{sum(r['memory_mb'] for r in rows):.6g} MB", highlight=False, markup=False, soft_wrap=True)
+    if empty:
+        console.print(f"without executors (no graph written): {', '.join(empty)}", highlight=False, markup=False)
+    console.print(f"graphs and topologies.json in {out}", highlight=False, markup=False, soft_wrap=True)
 
 
 @read_app.command("flink")

@@ -128,18 +128,16 @@ def generated_lines(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def demo_lines(result: Mapping[str, Any], graph: TaskGraph, nodes: Cluster, placement: Placement) -> list[str]:
-    """``pipeline-demo``: what was generated and ingested, the snapshot, and its placement."""
-    generated, report = result["generated"], result["ingest"]
+def job_lines(result: Any, generated: Mapping[str, Any] | None) -> list[str]:
+    """``run`` and ``demo``: what was generated (demo), ingested and snapshotted."""
+    report = result.ingested.report
     quarantined = report.get("rows_quarantined") or {}
     lines = [f"generated {num(generated['traffic_rows'])} traffic and {num(generated['load_rows'])} load rows "
-             f"({sum((generated.get('dirty') or {}).values())} dirty)",
-             f"ingest: {num(report['rows_read'])} rows read = {num(report['rows_accepted'])} accepted + "
-             f"{num(sum(quarantined.values()))} quarantined"
-             + (f" ({', '.join(f'{k} {v}' for k, v in quarantined.items())})" if quarantined else ""),
-             f"snapshot: {result['snapshot']}"]
-    lines += placement_lines(graph, nodes, placement, result["metrics"])
-    lines.append(f"wrote {result['placement']}" + (f" and {result['cluster']}" if result.get("cluster") else ""))
+             f"({sum((generated.get('dirty') or {}).values())} dirty)"] if generated else []
+    lines += [f"ingest: {num(report['rows_read'])} rows read = {num(report['rows_accepted'])} accepted + "
+              f"{num(sum(quarantined.values()))} quarantined"
+              + (f" ({', '.join(f'{k} {v}' for k, v in quarantined.items())})" if quarantined else ""),
+              f"snapshot: {result.ingested.snapshot}"]
     return lines
 
 

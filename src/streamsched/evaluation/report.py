@@ -14,12 +14,11 @@ import json
 import math
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from streamsched.comparison import Outcome
-from streamsched.comparison import run_schedulers as compare_runs
+from streamsched.evaluation.comparison import Outcome, add_prediction
 from streamsched.errors import InputError
-from streamsched.evaluation.performance import ModelParams, describe_params, predict, regime
+from streamsched.performance import ModelParams, describe_params, predict
 from streamsched.evaluation.pictures import (MAX_PICTURE_TASKS, before_after, metric_bars, moved_tasks, node_view,
                                              svg, traffic_and_load, tradeoff)
 from streamsched.metrics import evaluate
@@ -55,31 +54,6 @@ CHARTS = (
     ("latency_ms", "predicted end-to-end latency", "ms"),
     ("wall_time_s", "scheduler wall time", "s"),
 )
-
-
-def run_schedulers(graph: TaskGraph, cluster: Cluster, names: Iterable[str], params: dict[str, Any] | None = None,
-                   seed: int = 0, model: ModelParams | None = None,
-                   on_start: Callable[[str], None] | None = None) -> list[Outcome]:
-    """:func:`streamsched.comparison.run_schedulers`, each row extended with the model's prediction."""
-    model = model or ModelParams()
-    outcomes = compare_runs(graph, cluster, list(names), params, seed, on_start)
-    for outcome in outcomes:
-        if outcome.placement is not None:
-            add_prediction(outcome.row, graph, cluster, outcome.placement, model)
-    return outcomes
-
-
-def add_prediction(row: dict[str, Any], graph: TaskGraph, cluster: Cluster, placement: Placement,
-                   model: ModelParams) -> dict[str, Any]:
-    """Add the performance model's throughput, latency and bottleneck to a comparison row."""
-    prediction = predict(graph, cluster, placement, model).summary()
-    row.update({k: prediction[k] for k in ("throughput_tps", "throughput_per_node", "source_tps",
-                                           "bottleneck", "regime", "max_rate_scale")})
-    for key, name in (("throughput_io_tps", "io-bound"), ("throughput_cpu_tps", "cpu-bound")):
-        row[key] = predict(graph, cluster, placement, regime(name)).throughput_tps
-    row["latency_ms"] = prediction["latency_s"] * 1e3
-    row["task_latency_ms"] = prediction["task_latency_s"] * 1e3
-    return row
 
 
 def write_report(path: str | Path, graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome],
@@ -157,8 +131,9 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
     for index, outcome in enumerate(outcomes):
         name = outcome.row["scheduler"]
         parts.append(f"<h3>{html.escape(name)}</h3>")
-        if outcome.placement is None:
-            why = f"skipped: {outcome.row['reason']}" if outcome.row.get("status") == "skipped" else "no placement"
+        if outcome.placement is None or outcome.row.get("prediction_error"):
+            why = (f"skipped: {outcome.row['reason']}" if outcome.row.get("status") == "skipped" else
+                   f"not drawn: {outcome.row['prediction_error']}" if outcome.placement is not None else "no placement")
             parts.append(f"<p class='error'>{html.escape(why)}</p>")
             continue
         key = (outcome.placement.node_of.tobytes(), outcome.placement.worker_of.tobytes())

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from streamsched.errors import InputError
-from streamsched.io import Fields, read_document
+from streamsched.model.io import Fields, read_document
 from streamsched.model.limits import check_nodes
 from streamsched.model.units import CORES, TASKS, check_unit
 
@@ -22,7 +22,9 @@ KINDS = ("cloud", "edge")
 @dataclass(frozen=True)
 class Node:
     """One machine. ``capacity`` is in its cluster's ``capacity_unit`` (the papers: tasks it can
-    host; or cores)."""
+    host; or cores). ``slots`` are worker processes (Storm workers; a Flink TaskManager is one);
+    ``task_slots`` is Flink's ``taskmanager.numberOfTaskSlots``: at most that many tasks of an
+    operator per slot sharing group on the node (0 = no limit; :mod:`streamsched.model.colocation`)."""
 
     name: str
     capacity: float
@@ -34,12 +36,13 @@ class Node:
     bandwidth_mbps: float = 1000.0
     rack: str = "rack-0"
     kind: str = "cloud"
+    task_slots: int = 0
 
     def __post_init__(self) -> None:
         where = f"node {self.name!r}"
         if self.capacity < 0:
             raise InputError(f"{where}.capacity: must be >= 0, got {self.capacity}")
-        for name in ("slots", "cores"):
+        for name in ("slots", "cores", "task_slots"):
             if getattr(self, name) < 0:
                 raise InputError(f"{where}.{name}: must be >= 0, got {getattr(self, name)}")
         for name in ("ghz", "flops_per_cycle", "ram_mb", "bandwidth_mbps"):
@@ -213,6 +216,7 @@ def _node(f: Fields, name: str | None, allow: tuple[str, ...] = (), unit: str = 
         bandwidth_mbps=f.number("bandwidth_mbps", defaults["bandwidth_mbps"], minimum=0),
         rack=f.str("rack", defaults["rack"]),
         kind=f.str("kind", defaults["kind"], choices=KINDS),
+        task_slots=f.integer("task_slots", defaults["task_slots"], minimum=0),
     )
     for key in allow:
         f._used.add(key)

@@ -2,8 +2,10 @@
 
 Canonical columns. Edges: ``src``, ``dst`` (task ids), ``rate`` (tuples/s), optional
 ``bytes`` (bytes/s); ``source``/``target``/``value`` are accepted as aliases. Tasks (optional):
-``id``, ``operator``, ``load``, optional ``memory_mb`` and ``load_unit`` (``tasks`` or ``cores``,
-the same on every row). CSV and Parquet keep tasks in a sibling file ``<name>.tasks.<ext>``;
+``id``, ``operator``, ``load``, optional ``memory_mb``, ``load_unit`` (``tasks`` or ``cores``,
+the same on every row), ``max_per_node`` (most tasks of the operator on one node, 0 = no limit)
+and ``slot_group`` (the operator's slot sharing group): the last two are per operator, the same
+on every row of an operator (:mod:`streamsched.model.colocation`). CSV and Parquet keep tasks in a sibling file ``<name>.tasks.<ext>``;
 JSON keeps both as ``{"load_unit": ..., "tasks": [...], "edges": [...]}``. Without a tasks
 table every task named by an edge gets load 1 and operator ``"task"``; without a stated unit,
 loads count ``tasks``.
@@ -90,13 +92,18 @@ def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks, l
         operators, task_operator = ("task",), np.zeros(ids.size, dtype=np.int32)
         load, memory = np.ones(ids.size), None
     else:
-        ids, op_names, load, memory, tasks_path = tasks
+        ids, op_names, load, memory, tasks_path, *rule = tasks
         if np.unique(ids).size != ids.size:
             dup = ids[np.flatnonzero(np.diff(np.sort(ids)) == 0)[0]]
             raise InputError(f"{tasks_path}: task id {dup} listed twice")
         _check_values(tasks_path, "load", load)
         operators, task_operator = np.unique(op_names, return_inverse=True)
         operators = tuple(str(o) for o in operators)
+        if rule:
+            caps, groups = (_per_operator(tasks_path, name, values, task_operator)
+                            for name, values in zip(("max_per_node", "slot_group"), rule))
+    if tasks is None or not rule:
+        caps, groups = (), ()
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
 
@@ -122,7 +129,28 @@ def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks, l
         memory_mb=memory,
         where=str(path),
         load_unit=load_unit,
+        max_per_node=caps,
+        slot_group=groups,
     )
+
+
+def _per_operator(path: Path, name: str, values, task_operator: np.ndarray) -> tuple:
+    """One value per operator from a per-task column (None: column absent); every task of an
+    operator must give the same value."""
+    if values is None:
+        return ()
+    first = np.full(int(task_operator.max(initial=-1)) + 1, -1)
+    first[task_operator[::-1]] = np.arange(task_operator.size)[::-1]
+    differs = np.flatnonzero(values != values[first[task_operator]])
+    if differs.size:
+        k = int(differs[0])
+        raise InputError(f"{path}: {_row(path, k)}: {name} {values[k].item()!r} differs from "
+                          f"{values[first[task_operator[k]]].item()!r} "
+                         f"on another task of the same operator")
+    if name == "max_per_node" and np.any(values < 0):
+        k = int(np.flatnonzero(values < 0)[0])
+        raise InputError(f"{path}: {_row(path, k)}: max_per_node is {values[k].item()}; must be an integer >= 0 (0: no limit)")
+    return tuple(v.item() if isinstance(v, np.generic) else v for v in values[first])
 
 
 def _tasks_from_table(table: pa.Table, path: Path):
@@ -130,9 +158,11 @@ def _tasks_from_table(table: pa.Table, path: Path):
     ops = _column(table, path, "operator", str, required=False)
     load = _column(table, path, "load", np.float64, required=False)
     memory = _column(table, path, "memory_mb", np.float64, required=False)
+    caps = _column(table, path, "max_per_node", np.int64, required=False)
+    groups = _column(table, path, "slot_group", str, required=False)
     n = ids.size
     return (ids, ops if ops is not None else np.full(n, "task"),
-            load if load is not None else np.ones(n), memory, path), _table_unit(table, path)
+            load if load is not None else np.ones(n), memory, path, caps, groups), _table_unit(table, path)
 
 
 def _table_unit(table: pa.Table, path: Path) -> str | None:
@@ -161,7 +191,7 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
     suffix = path.suffix.lower()
     name = path.name.split(".")[0]
     if suffix == ".json":
-        from streamsched.io import read_document
+        from streamsched.model.io import read_document
 
         data = read_document(path)
         if isinstance(data, list) and data and isinstance(data[0], dict) and "outboundtype" in data[0]:
@@ -220,7 +250,7 @@ def _read_sendgraph(data: dict, path: Path, name: str, window_s: float) -> TaskG
     dst = _column(links, path, "dst", np.int64)
     counts = _column(links, path, "rate", np.float64)
     ids = np.unique(np.concatenate([node_ids, src, dst]))
-    tasks = (ids, np.full(ids.size, "task"), np.ones(ids.size), None, path)
+    tasks = (ids, np.full(ids.size, "task"), np.ones(ids.size), None, path, None, None)
     return _assemble(name, path, src, dst, counts / window_s, None, tasks)
 
 
@@ -239,6 +269,11 @@ def write_graph(graph: TaskGraph, path: str | Path) -> None:
         "load": graph.load,
         "memory_mb": graph.memory_mb,
     })
+    if graph.max_per_node:
+        tasks = tasks.append_column("max_per_node", pa.array(np.asarray(graph.max_per_node)[graph.task_operator]))
+    if graph.slot_group:
+        tasks = tasks.append_column("slot_group", pa.array(np.asarray(graph.slot_group, dtype=object)[graph.task_operator],
+                                                           pa.string()))
     suffix = path.suffix.lower()
     if suffix == ".json":
         path.write_text(json.dumps({"name": graph.name, "load_unit": graph.load_unit, "tasks": tasks.to_pylist(),

@@ -13,6 +13,7 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
+from streamsched.model.colocation import CoLocationRule
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import check_units
 
@@ -79,6 +80,9 @@ class Placement:
         over = np.flatnonzero(load > cluster.capacity * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE)
         for k in over[:5]:
             problems.append(f"node {cluster.nodes[k].name!r} holds load {load[k]:g} > capacity {cluster.capacity[k]:g}")
+        rule = CoLocationRule.of(graph, cluster)
+        if rule is not None:
+            problems.extend(rule.violations(self.node_of))
         if check_memory:
             ram = np.array([n.ram_mb for n in cluster.nodes])
             mem = np.bincount(self.node_of, weights=graph.memory_mb, minlength=cluster.n_nodes)
@@ -164,7 +168,7 @@ class Placement:
 
     @classmethod
     def read(cls, path: str | Path, graph: TaskGraph, cluster: Cluster) -> Placement:
-        from streamsched.io import read_document
+        from streamsched.model.io import read_document
 
         return cls.from_dict(read_document(path), graph, cluster, where=str(path))
 

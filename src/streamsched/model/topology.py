@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsched.errors import InputError
-from streamsched.io import Fields, read_document
+from streamsched.model.io import Fields, read_document
 from streamsched.model.limits import check_operators, check_tasks
 
 ROLES = ("source", "operator", "sink")

@@ -5,7 +5,8 @@ state and network cost, lexicographically or weighted) with :mod:`streamsched.so
 under optional ceilings on each bottleneck and on the total network cost.
 
 Minimises inter-node traffic (eq. 3) subject to node capacity (eq. 4) and one node per task
-(eq. 5) with an exact solver (:func:`streamsched.solvers.solve_placement`), within
+(eq. 5), and the co-location rule where one is stated (per-operator caps per node,
+``operator_caps``), with an exact solver (:func:`streamsched.solvers.solve_placement`), within
 ``time_limit`` seconds of wall clock for the whole call (theta of [1]_ Algorithm 1).
 The placement's metadata carries ``status`` (optimal / feasible), the proven lower ``bound``
 and the relative ``gap``. All tasks of a node share its first worker slot (no inter-worker
@@ -47,11 +48,12 @@ import numpy as np
 from streamsched.errors import InfeasibleError, InputError, ParameterError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
+from streamsched.model.colocation import CoLocationRule
 from streamsched.model.placement import NO_WORKER, Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.native_output import captured_native_output
 from streamsched.schedulers import register
-from streamsched.schedulers.base import Param, Scheduler, check_fits
+from streamsched.schedulers.base import Param, Scheduler, check_fits, keep_colocation_rule
 from streamsched.solvers import BACKENDS, DEFAULT_MEMORY_LIMIT_MB, FORMULATIONS, solve_placement
 
 #: Share of ``time_limit`` the warm-start schedulers may use, and the ones tried first.
@@ -119,7 +121,8 @@ class OptimalScheduler(Scheduler):
         params = self.resolved_params()
         check_fits(graph, cluster)
         started = time.perf_counter()
-        placement = self._solve(graph, cluster, params, int(seed), **constraints)
+        placement = keep_colocation_rule(graph, cluster, self._solve(graph, cluster, params, int(seed), **constraints),
+                                         strict=False)
         return placement.with_metadata(scheduler=self.name, params=params, seed=int(seed),
                                        wall_time_s=time.perf_counter() - started,
                                        cost=inter_node_traffic(graph, placement), **dict(placement.metadata))
@@ -135,6 +138,9 @@ class OptimalScheduler(Scheduler):
             constraints.update(memory=graph.memory_mb, node_memory=[n.ram_mb for n in cluster.nodes])
         if params["tasks_per_slot"]:
             constraints["max_items"] = cluster.slots * params["tasks_per_slot"]
+        rule = CoLocationRule.of(graph, cluster)
+        if rule is not None:  # the whole rule with one slot sharing group; per-operator caps otherwise
+            constraints["operator_caps"] = (graph.task_operator, rule.operator_node_caps())
         remaining = max(params["time_limit"] - (time.perf_counter() - started), 0.01)
         result = solve_placement(graph.load, graph.src, graph.dst, graph.rate, cluster.capacity,
                                  time_limit=remaining, backend=params["backend"], seed=seed,

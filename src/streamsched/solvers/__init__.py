@@ -34,7 +34,8 @@ from streamsched.solvers.problem import PlacementProblem, build_problem, greedy_
 BACKENDS = {"cp-sat": "cpsat", "highs": "highs", "cplex": "cplex"}
 FORMULATIONS = ("auto", "configurations", "assignment")
 STATUSES = ("optimal", "feasible", "infeasible", "unknown")
-_CONSTRAINTS = ("memory", "node_memory", "max_items", "pinned", "excluded", "current", "migration_cost")
+_CONSTRAINTS = ("memory", "node_memory", "max_items", "pinned", "excluded", "current", "migration_cost",
+                "operator_caps")
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,9 @@ def solve_placement(loads, src, dst, rate, capacity, *, time_limit: float = 10.0
         items with the same neighbours.
     constraints : ``memory`` + ``node_memory``, ``max_items`` (per node), ``pinned``
         ({item: node}), ``excluded`` ((item, node) pairs or items x nodes bool matrix),
-        ``current`` (node per item, -1 = new) + ``migration_cost`` (per moved item).
+        ``current`` (node per item, -1 = new) + ``migration_cost`` (per moved item),
+        ``operator_caps`` ((group per item, groups x nodes caps): at most so many items of a
+        group per node, the co-location rule).
 
     Phases: best start (warm starts, greedy), local search (:mod:`.local_search`); then the
     configuration model with reduced-cost fixing when it is small (exact twin classes), else
@@ -231,7 +234,7 @@ def assignment_model_size(problem: PlacementProblem) -> int:
     n_y = 0
     for lo in range(0, problem.pair_a.size, 4096):
         n_y += int((problem.allowed[problem.pair_a[lo:lo + 4096]] & problem.allowed[problem.pair_b[lo:lo + 4096]]).sum())
-    per_x = 4 + (problem.memory is not None) + (problem.max_items is not None)
+    per_x = 4 + (problem.memory is not None) + (problem.max_items is not None) + (problem.group_cap is not None)
     ordered = min(ORDERED_ITEMS, problem.n_items)
     return per_x * n_x + 6 * n_y + problem.n_nodes * (ordered * (ordered + 3) // 2)
 

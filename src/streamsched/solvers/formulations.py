@@ -103,6 +103,7 @@ def find_symmetry(problem: PlacementProblem) -> Symmetry:
         lo, hi = adjacency.indptr[i], adjacency.indptr[i + 1]
         key = (problem.loads[i], None if problem.memory is None else problem.memory[i],
                problem.allowed[i].tobytes(), None if problem.current is None else int(problem.current[i]),
+               None if problem.item_group is None else int(problem.item_group[i]),
                adjacency.indices[lo:hi].tobytes(), adjacency.data[lo:hi].tobytes())
         item_class[i] = keys.setdefault(key, len(keys))
     n_classes = len(keys)
@@ -123,6 +124,7 @@ def find_symmetry(problem: PlacementProblem) -> Symmetry:
     for k in range(problem.n_nodes):
         key = (problem.capacity[k], None if problem.node_memory is None else problem.node_memory[k],
                None if problem.max_items is None else int(problem.max_items[k]),
+               None if problem.group_cap is None else problem.group_cap[:, k].tobytes(),
                problem.allowed[representative, k].tobytes(), k if holds_current[k] else -1)
         node_type[k] = node_keys.setdefault(key, len(node_keys))
     type_nodes = [np.flatnonzero(node_type == t) for t in range(len(node_keys))]
@@ -141,6 +143,7 @@ def _configurations(problem: PlacementProblem, sym: Symmetry, node: int, limit: 
     cap = problem.capacity[node] * (1 + TOLERANCE) + TOLERANCE
     mem_cap = None if problem.memory is None else problem.node_memory[node] * (1 + TOLERANCE) + TOLERANCE
     count_cap = None if problem.max_items is None else int(problem.max_items[node])
+    group_of = None if problem.group_cap is None else problem.item_group[reps]
     configs = np.zeros((1, n_classes), dtype=np.int16)
     load = np.zeros(1)
     mem = np.zeros(1)
@@ -159,6 +162,9 @@ def _configurations(problem: PlacementProblem, sym: Symmetry, node: int, limit: 
                 keep &= new_mem <= mem_cap
             if count_cap is not None:
                 keep &= count + copies <= count_cap
+            if group_of is not None:  # items of the class's group already in the configuration
+                same = group_of == group_of[c]
+                keep &= configs[:, same].sum(axis=1) + copies <= problem.group_cap[group_of[c], node]
             if not keep.any():
                 break
             block = configs[keep].copy()
@@ -284,6 +290,10 @@ def assignment_model(problem: PlacementProblem, sym: Symmetry) -> Milp:
         add(node_idx, np.arange(n_x), problem.memory[item_idx], np.full(m, -np.inf), problem.node_memory)
     if problem.max_items is not None:
         add(node_idx, np.arange(n_x), np.ones(n_x), np.full(m, -np.inf), problem.max_items.astype(np.float64))
+    if problem.group_cap is not None:  # at most group_cap[g, u] items of group g on node u
+        n_groups = problem.group_cap.shape[0]
+        add(problem.item_group[item_idx] * m + node_idx, np.arange(n_x), np.ones(n_x), np.full(n_groups * m, -np.inf),
+            problem.group_cap.ravel().astype(np.float64))
     for end in (problem.pair_a, problem.pair_b):  # y[p,u] <= P[end(p),u]
         r = np.arange(n_y)
         add(np.r_[r, r], np.r_[y_ids, x_index[end[pair_idx], pair_node]], np.r_[np.ones(n_y), -np.ones(n_y)],

@@ -130,7 +130,8 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
     graph = TaskGraph.build(
         name=last.name, operator_names=operator_names, task_operator=task_operator, load=loads,
         src=cat(srcs, np.int64), dst=cat(dsts, np.int64), rate=cat(pair_rates, np.float64),
-        bytes_rate=cat(pair_bytes, np.float64), where=f"{capture.where}: job {capture.job_id}", load_unit=CORES)
+        bytes_rate=cat(pair_bytes, np.float64), where=f"{capture.where}: job {capture.job_id}", load_unit=CORES,
+        slot_group=[v.slot_sharing_group for v in vertices])
     profile = _contention_profile(vertices, operator_names, index, loads, bytes_out, offsets)
     graph = with_profile(graph, profile, f"{capture.where}: job {capture.job_id}")
     cluster, placement, tm_report = _placement(last, node_by, n, capture.job_id, warnings)
@@ -273,7 +274,7 @@ def _placement(state: JobState, node_by: str, n: int, job_id: str, warnings: lis
     ordered = sorted(tms.values(), key=lambda t: (t.host, t.id))
     if node_by == "taskmanager":
         nodes = [Node(name=tm.id, capacity=min(tm.flink_cores, tm.cores), slots=1, cores=max(1, math.ceil(tm.cores)),
-                      ram_mb=tm.memory_mb) for tm in ordered]
+                      ram_mb=tm.memory_mb, task_slots=max(tm.slots, 0)) for tm in ordered]
         node_of_tm = {tm.id: (k, 0) for k, tm in enumerate(ordered)}
     else:
         hosts: dict[str, list[TaskManagerInfo]] = {}
@@ -283,7 +284,7 @@ def _placement(state: JobState, node_by: str, n: int, job_id: str, warnings: lis
         for k, (host, group) in enumerate(hosts.items()):
             cores = max(tm.cores for tm in group)
             nodes.append(Node(name=host, capacity=cores, slots=len(group), cores=max(1, math.ceil(cores)),
-                              ram_mb=sum(tm.memory_mb for tm in group)))
+                              ram_mb=sum(tm.memory_mb for tm in group), task_slots=sum(max(tm.slots, 0) for tm in group)))
             for w, tm in enumerate(group):
                 node_of_tm[tm.id] = (k, w)
     node_of = np.full(n, -1, dtype=np.int64)

@@ -91,7 +91,7 @@ class ModelParams:
 
 #: The fitted parameter sets (written by ``benchmarks/calibrate_model.py``, never by hand;
 #: docs/evaluation.md, "Calibration"): one per paper hardware and ``default``.
-CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "data" / "model_calibration.json"
+CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "model_calibration.json"
 #: Workload settings of i-scheduler.txt section 6.1 applied to the default set: I/O-intensive
 #: runs throttle the spouts (Storm's max spout pending), CPU-intensive runs do not.
 SETTING_SETS = {"io-bound": {"max_spout_pending": 1}, "cpu-bound": {"max_spout_pending": 0}}
