@@ -329,6 +329,6 @@ def builtin_profile(name: str) -> ContentionProfile:
 
 def load_profile(path: str | Path) -> ContentionProfile:
     """A CAPSys profile JSON file."""
-    from streamsched.io import read_document
+    from streamsched.model.io import read_document
 
     return read_caps_profile(read_document(Path(str(path))), str(path))
