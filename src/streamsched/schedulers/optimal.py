@@ -202,7 +202,7 @@ def heuristic_placements(graph: TaskGraph, cluster: Cluster, seed: int,
 
     names = [name for name in available() if name != OptimalScheduler.name
              and scheduler_class(name).family == "cluster" and not scheduler_class(name).exact
-             and not scheduler_class(name).needs_edge_nodes]
+             and not scheduler_class(name).needs_edge_nodes and scheduler_class(name).objective != "contention"]
     names = [n for n in FIRST_WARM_STARTS if n in names] + [n for n in names if n not in FIRST_WARM_STARTS]
     report: dict[str, Any] = {name: "not run (time)" for name in names}
     found: list[np.ndarray] = []

@@ -251,12 +251,16 @@ class _Model:
     def ceiling(self, dim: str, value: float) -> None:
         """Every node's true cost in ``dim`` at most ``value`` (tightened by the rounding loss)."""
         x = DIMENSIONS.index(dim)
-        self.model.add(self.t[x] <= int(math.floor(value * self.scale[x] - self.loss[x])))
+        limit = math.floor(value * self.scale[x] - self.loss[x])
+        if limit < self.top[x]:  # else no node can exceed it
+            self.model.add(self.t[x] <= int(limit))
 
     def total_ceiling(self, value: float) -> None:
         total = sum(self.node_expr[2])
         loss = self.loss[2] * len(self.node_expr[2])
-        self.model.add(total <= int(math.floor(value * self.scale[2] - loss)))
+        limit = math.floor(value * self.scale[2] - loss)
+        if limit < self.top[2] * len(self.node_expr[2]):
+            self.model.add(total <= int(limit))
 
     def hint(self, counts: np.ndarray) -> None:
         self.model.clear_hints()
