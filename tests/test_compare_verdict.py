@@ -239,3 +239,53 @@ def test_compare_table_ends_with_the_verdict(capsys):
                                          (12.3456, "12.35"), (0.5, "0.5"), (0.00123, "0.00123"), (0.0, "0")])
 def test_figures_print_with_separators_and_no_exponent(value, text):
     assert fmt(value) == text
+
+
+def demo_rows(optimal_status: str, optimal_tps: float) -> list[dict]:
+    """The rows `make demo` showed (issue 24): optimal cuts the least traffic, I-Scheduler is
+    within 0.04 % of its predicted throughput in 0.09 s, even is the baseline."""
+    rows = [
+        dict(scheduler="optimal", inter_node_traffic=4962.18, throughput_tps=optimal_tps, status=optimal_status,
+             bound=4962.18 if optimal_status == "optimal" else 0.0, gap=0.0 if optimal_status == "optimal" else 1.0,
+             wall_time_s=9.6, bottleneck="cpu of imac1", nodes_used=11, valid=True),
+        dict(scheduler="i-scheduler", inter_node_traffic=5978.42, throughput_tps=5978.0, status="ok", wall_time_s=0.09,
+             bottleneck="cpu of imac1", nodes_used=11, valid=True),
+        dict(scheduler="even", inter_node_traffic=14000.0, throughput_tps=3000.0, status="ok", wall_time_s=0.01,
+             bottleneck="cpu of imac2", nodes_used=11, valid=True),
+    ]
+    return rank(rows)
+
+
+def test_a_tie_goes_to_the_fastest_when_nothing_is_proven():
+    """optimal unproven (bound 0, gap 100 %) and I-Scheduler predicted 0.04 % apart, inside the
+    model's ±13 %: a tie, no proof, so the fastest (I-Scheduler, 0.09 s) is recommended, and
+    nothing is called optimal."""
+    result = verdict(demo_rows("feasible", 5980.4), error=0.13, error_source="hand")
+    assert (result["best"], result["recommended"]) == ("optimal", "i-scheduler")
+    assert result["tie"] == ["optimal", "i-scheduler"]
+    assert result["proof"] == {"optimal": "not proven: bound 0, gap 100.0 %"}
+    assert result["text"].startswith("verdict: use i-scheduler: inter-node traffic 5,978 tuples/s against even's")
+    assert "Tie within the model's error (±13 %) with optimal: i-scheduler is recommended because none is " \
+           "proven optimal, and it was the fastest (0.09 s)" in result["text"]
+    assert "No optimality claimed for optimal (not proven: bound 0, gap 100.0 %)" in result["text"]
+    assert result["text"].endswith("Baseline: even (Storm's default)") and result["baseline"] == "even"
+    assert result["throughput_tps"]["best"] == 5978.0  # the figures are the recommended row's
+
+
+def test_a_tie_goes_to_the_proven_placement():
+    result = verdict(demo_rows("optimal", 5980.4), error=0.13, error_source="hand")
+    assert (result["recommended"], result["tie"]) == ("optimal", ["optimal", "i-scheduler"])
+    assert result["proof"] == {"optimal": "proven optimal"}
+    assert result["text"].startswith("verdict: use optimal: inter-node traffic 4,962 tuples/s")
+    assert "optimal is recommended because proven optimal" in result["text"]
+    assert "No optimality claimed" not in result["text"]
+
+
+def test_an_unproven_optimal_outside_the_error_is_used_but_not_called_optimal():
+    """optimal predicted 50 % faster than I-Scheduler (beyond ±13 %): no tie, it is the one to
+    use, on its predicted figures alone: its row says it is not proven."""
+    result = verdict(demo_rows("feasible", 9000.0), error=0.13, error_source="hand")
+    assert (result["recommended"], result["tie"]) == ("optimal", [])
+    assert result["text"].startswith("verdict: use optimal:")
+    assert "No optimality claimed for optimal (not proven: bound 0, gap 100.0 %)" in result["text"]
+    assert "proven optimal" not in result["text"].replace("not proven", "")

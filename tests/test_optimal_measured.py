@@ -170,7 +170,7 @@ def test_local_search_moves_then_swaps():
 def test_configuration_limit_grows_with_a_start_time_and_memory():
     """Subsets of tasks as configurations: the large limit needs a start to price from, time
     to enumerate and memory; without a start, or with little time, the old limit holds."""
-    import streamsched.solvers as solvers
+    import streamsched.solvers.placement as solvers
     from streamsched.solvers.formulations import MAX_CONFIGURATIONS, find_symmetry
 
     g = measured("star-26", 2)

@@ -18,7 +18,7 @@ from streamsched.workloads import cluster, workload
 
 HAS_CPLEX = importlib.util.find_spec("cplex") is not None
 BACKENDS = ["cp-sat", "highs", pytest.param("cplex", marks=pytest.mark.skipif(not HAS_CPLEX, reason="no cplex"))]
-FORMULATIONS = ["configurations", "assignment"]
+FORMULATIONS = ["configurations", "cut", "assignment"]
 
 
 def random_instance(seed: int, n: int = 7, m: int = 3):

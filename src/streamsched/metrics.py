@@ -23,12 +23,17 @@ def _weights(graph: TaskGraph, weight: str) -> np.ndarray:
     raise ValueError(f"weight must be 'rate' or 'bytes', not {weight!r}")
 
 
+def cut_traffic(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, part: np.ndarray) -> float:
+    """The traffic objective on plain arrays: summed ``weight`` of the edges ``src -> dst`` whose
+    endpoints lie in different parts (nodes). W of i-scheduler.txt eq. 3; the one definition
+    that metrics, solvers, partitioners and schedulers use."""
+    return float(np.asarray(weight)[part[src] != part[dst]].sum())
+
+
 def inter_node_traffic(graph: TaskGraph, placement: Placement, weight: str = "rate") -> float:
     """W of i-scheduler.txt eq. 3 (= cost(G,P) of fischer-metis-scheduler.txt III):
     sum of R(ti,tj) over edges whose endpoints sit on different nodes."""
-    node = placement.node_of
-    cut = node[graph.src] != node[graph.dst]
-    return float(_weights(graph, weight)[cut].sum())
+    return cut_traffic(graph.src, graph.dst, _weights(graph, weight), placement.node_of)
 
 
 def inter_worker_traffic(graph: TaskGraph, placement: Placement, weight: str = "rate") -> float:

@@ -111,11 +111,16 @@ def print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: 
 
     columns = {"rank": "#", "scheduler": "scheduler", "inter_node_traffic": "inter-node", "inter_worker_traffic": "inter-worker",
                "nodes_used": "nodes", "load_imbalance": "imbalance", "throughput_tps": "predicted",
-               "bottleneck": "bottleneck", "wall_time_s": "time (s)", "status": "status"}
+               "bottleneck": "bottleneck", "wall_time_s": "time (s)", "status": "status",
+               "bound": "bound", "gap": "gap"}
     table = Table(*columns.values(), title=f"{task_graph.name} on {nodes.name} (seed {seed}); traffic and predicted "
                                            f"throughput in tuples/s")
     for row in rows:
         cells = [cell(row.get(c, "")) for c in columns]
+        if row.get("scheduler") in decision.get("tie", ()):
+            cells[1] += " (tie)"
+        if isinstance(row.get("gap"), float):
+            cells[-1] = f"{100 * row['gap']:.1f} %"
         if row.get("best"):
             cells[0], cells[1] = f"{row['rank']} best", f"[bold]{cells[1]}[/bold]"
         table.add_row(*cells)

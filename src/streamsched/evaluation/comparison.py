@@ -70,7 +70,7 @@ def placement_row(name: str, graph: TaskGraph, cluster: Cluster, placement: Plac
     row = {"scheduler": name, **evaluate(graph, placement, cluster)}
     row["wall_time_s"] = meta.get("wall_time_s")
     row["status"] = meta.get("status", "ok" if row["valid"] else "invalid")
-    for key in ("bound", "gap", "repaired"):
+    for key in ("bound", "gap", "bound_source", "repaired"):
         if key in meta:
             row[key] = meta[key]
     return row

@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from streamsched.evaluation.comparison import Outcome, add_prediction
 from streamsched.errors import InputError
@@ -42,6 +42,8 @@ COLUMNS = (
     ("latency_ms", "predicted latency (ms)", "{:.4g}"),
     ("bottleneck", "bottleneck", "{}"),
     ("wall_time_s", "wall time (s)", "{:.3g}"),
+    ("bound", "proven bound (solvers)", "{:,.0f}"),
+    ("gap", "gap to bound", "{:.1%}"),
 )
 
 #: The bar charts: (key, title, unit).
@@ -112,7 +114,7 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
     if verdict is not None:
         parts.append(f"<p class='verdict' id='verdict'><b>{html.escape(verdict['text'])}</b><br>"
                      f"<span class='note'>Rows ranked by {html.escape(verdict['sort_key'])}.</span></p>")
-    parts.append(_table(rows))
+    parts.append(_table(rows, verdict["tie"] if verdict else ()))
     parts.append("<h2>Trade-off</h2><p class='note'>Each point is a placement: inter-node traffic against "
                  "predicted throughput; the line joins the placements no other beats on both.</p>")
     parts.append(_figure(svg(tradeoff(rows, prefix="overview-")), "trade-off overview", "overview"))
@@ -151,13 +153,17 @@ def render_html(graph: TaskGraph, cluster: Cluster, outcomes: list[Outcome], mod
     return "\n".join(parts)
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def _table(rows: list[dict[str, Any]], tie: Iterable[str] = ()) -> str:
+    """The rows; a scheduler in the verdict's ``tie`` (within the model's error of the best) is marked."""
+    tie = set(tie)
     head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in COLUMNS)
     body = []
     for row in rows:
         cells = []
         for key, _, fmt in COLUMNS:
             value = row.get(key)
+            if key == "scheduler" and value in tie:
+                value = f"{value} (tie)"
             cells.append(f"<td>{html.escape(_format(value, fmt))}</td>")
         body.append(("<tr class='best'>" if row.get("best") else "<tr>") + "".join(cells) + "</tr>")
     return f"<table id='results'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

@@ -1,5 +1,11 @@
-"""The verdict of a comparison: which placement to use, what it gains against Storm's ``even``,
-and whether placement matters at all within the performance model's error.
+"""The verdict of a comparison: which placement to use, what it gains against Storm's ``even``
+(the baseline, named in the verdict), and whether placement matters at all within the
+performance model's error.
+
+Placements whose predicted throughput lies within the model's error of the best prediction
+are a tie (:func:`recommend`): a tie goes to a placement a solver proved optimal, then to the
+fastest scheduler. What a solver proved is stated per row (``proof``): a placement without a
+proof is never called optimal.
 
 Rows come from :func:`streamsched.evaluation.comparison.rank` (the best first), with the model's predicted
 throughput (:func:`streamsched.evaluation.comparison.add_prediction`, preset :data:`PRESET`). The verdict names the best
@@ -118,10 +124,14 @@ def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str 
     if not placed:
         out.update(placement_matters=None, text="verdict: no scheduler produced a valid placement")
         return out
-    best = placed[0]
+    recommended, tied = recommend(placed, error)
+    best = recommended  # the figures below are the recommended row's
     base = next((r for r in placed if r["scheduler"] == baseline), None)
     predicted = [(r, _throughput(r)) for r in placed if _throughput(r) is not None]
-    out["best"] = best["scheduler"]
+    out["best"] = placed[0]["scheduler"]  # the fewest inter-node tuples (the table's first row)
+    out["recommended"] = recommended["scheduler"]
+    out["tie"] = [r["scheduler"] for r in tied]
+    out["proof"] = {r["scheduler"]: _proof(r) for r in placed if _proof(r) is not None}
     out["inter_node_traffic"] = {"best": best["inter_node_traffic"],
                                  baseline: base["inter_node_traffic"] if base else None,
                                  "reduction_pct": None}
@@ -140,12 +150,65 @@ def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str 
         out["inter_node_traffic"]["reduction_pct"] = None if change is None else -change
         if _throughput(best) is not None and _throughput(base) is not None:
             out["throughput_tps"]["change_pct"] = _change(_throughput(best), _throughput(base))
-    out["text"] = _text(out, best, base, predicted, error)
+    out["text"] = _text(out, recommended, base, predicted, error)
     return out
+
+
+def proven(row: dict[str, Any]) -> bool:
+    """A solver proved this placement optimal (status ``optimal``: its bound meets its cost)."""
+    return row.get("status") == "optimal"
+
+
+def _proof(row: dict[str, Any]) -> str | None:
+    """What a solver's row proves: ``proven optimal`` or the gap to its bound; None without a bound."""
+    if proven(row):
+        return "proven optimal"
+    gap = row.get("gap")
+    if isinstance(gap, (int, float)) and row.get("bound") is not None:
+        return f"not proven: bound {fmt(float(row['bound']))}, gap {100 * gap:.1f} %"
+    return None
+
+
+def recommend(placed: list[dict[str, Any]], error: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the placement to use, the rows tied with the best) among ranked ``placed`` rows.
+
+    Rows whose predicted throughput is within ``error`` of the highest prediction, and the
+    lowest-traffic row, are tied when there are two or more: the model cannot tell them apart.
+    A tie goes to a proven placement (lowest traffic first), then to the fastest (scheduler
+    wall time). Without a tie (or predictions) the lowest-traffic row is the one to use.
+    """
+    best = placed[0]
+    predicted = [r for r in placed if _throughput(r) is not None]
+    if best not in predicted or len(predicted) < 2:
+        return best, []
+    top = max(_throughput(r) for r in predicted)
+    tied = [r for r in predicted if _throughput(r) > 0 and top / _throughput(r) - 1.0 <= error]
+    if best not in tied or len(tied) < 2:
+        return best, []
+    wall = lambda r: r.get("wall_time_s") if isinstance(r.get("wall_time_s"), (int, float)) else math.inf
+    return min(tied, key=lambda r: (not proven(r), wall(r) if not proven(r) else 0.0, placed.index(r))), tied
 
 
 def _text(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
           predicted: list[tuple[dict[str, Any], float]], error: float) -> str:
+    """The verdict's line about ``best`` (the recommended row), followed by the tie and proof."""
+    line = _claim(v, best, base, predicted, error)
+    name, band = best["scheduler"], f"±{100 * error:.0f} %"
+    others = [t for t in v["tie"] if t != name]
+    if others:
+        why = "proven optimal" if proven(best) else (
+            f"none is proven optimal, and it was the fastest ({fmt(float(best['wall_time_s']))} s)"
+            if best.get("wall_time_s") is not None else "none is proven optimal")
+        line += (f". Tie within the model's error ({band}) with {', '.join(others)}: {name} is "
+                 f"recommended because {why}")
+    unproven = [f"{s} ({text})" for s, text in v["proof"].items() if text != "proven optimal"]
+    if unproven:
+        line += f". No optimality claimed for {'; '.join(unproven)}"
+    return line + f". Baseline: {_BASELINE_NAMES.get(v['baseline'], v['baseline'])}"
+
+
+def _claim(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
+           predicted: list[tuple[dict[str, Any], float]], error: float) -> str:
     name, band = best["scheduler"], f"±{100 * error:.0f} %"
     baseline = v["baseline"]
     traffic = v["inter_node_traffic"]

@@ -6,15 +6,18 @@ under optional ceilings on each bottleneck and on the total network cost.
 
 Minimises inter-node traffic (eq. 3) subject to node capacity (eq. 4) and one node per task
 (eq. 5), and the co-location rule where one is stated (per-operator caps per node,
-``operator_caps``), with an exact solver (:func:`streamsched.solvers.solve_placement`), within
-``time_limit`` seconds of wall clock for the whole call (theta of [1]_ Algorithm 1).
+``operator_caps``), with an exact solver (:func:`streamsched.solvers.solve_placement`). By default
+the search stops by ``work_limit`` deterministic seconds (CP-SAT's measure), so a run gives the
+same placement, bound and proof on any machine load; ``time_limit`` > 0 sets a wall-clock limit
+for the whole call instead (theta of [1]_ Algorithm 1).
 The placement's metadata carries ``status`` (optimal / feasible), the proven lower ``bound``
 and the relative ``gap``. All tasks of a node share its first worker slot (no inter-worker
 traffic inside a node).
 
 Warm starts: the other registered cluster schedulers (I-Scheduler, METIS, R-Storm and T3
 first, then the rest) run with the same seed and their default parameters in a forked child
-process for at most ``WARM_START_SHARE`` of the time limit; each placement that arrives in time
+process for at most ``WARM_START_SHARE`` of the time limit (without one: each to its end, at most
+``WARM_START_CAP_S`` in all); each placement that arrives in time
 is a candidate start, so ``optimal`` never returns a placement worse than one of them. A
 scheduler that fails is skipped (``warm_starts`` in the metadata says what each one gave).
 
@@ -46,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from streamsched.errors import InfeasibleError, InputError, ParameterError
-from streamsched.metrics import inter_node_traffic
+from streamsched.metrics import cut_traffic, inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.colocation import CoLocationRule
 from streamsched.model.placement import NO_WORKER, Placement
@@ -58,6 +61,9 @@ from streamsched.solvers import BACKENDS, DEFAULT_MEMORY_LIMIT_MB, FORMULATIONS,
 
 #: Share of ``time_limit`` the warm-start schedulers may use, and the ones tried first.
 WARM_START_SHARE = 0.3
+#: Without ``time_limit``, the warm starts all run to their end (deterministic) unless together
+#: they take longer than this (a safety for very large graphs: wall clock).
+WARM_START_CAP_S = 120.0
 FIRST_WARM_STARTS = ("i-scheduler", "metis", "r-storm", "t3")
 #: ``contention`` values: every order of the three dimensions (lexicographic), or a weighted sum,
 #: or the total network cost.
@@ -72,7 +78,10 @@ class OptimalScheduler(Scheduler):
     objective = "traffic"
     exact = True
     params = (
-        Param("time_limit", float, 10.0, "seconds (theta); the best placement found is returned", low=0.01),
+        Param("time_limit", float, 0.0, "wall-clock seconds for the whole call (theta; 0 = none: work_limit "
+              "alone stops the search, the same result on any machine load)", low=0.0),
+        Param("work_limit", float, 10.0, "deterministic seconds (CP-SAT's measure) of search when time_limit "
+              "is 0", low=0.01),
         Param("backend", str, "cp-sat", "solver", choices=tuple(BACKENDS)),
         Param("workers", int, 1, "solver threads (1 keeps runs reproducible)", low=1, high=64),
         Param("formulation", str, "auto", "integer program", choices=FORMULATIONS),
@@ -133,7 +142,8 @@ class OptimalScheduler(Scheduler):
         report: dict[str, Any] = {}
         if params["warm_starts"] and "current" not in constraints and not constraints.get("pinned") \
                 and constraints.get("excluded") is None:
-            starts, report = heuristic_placements(graph, cluster, seed, params["time_limit"] * WARM_START_SHARE)
+            window = params["time_limit"] * WARM_START_SHARE if params["time_limit"] else WARM_START_CAP_S
+            starts, report = heuristic_placements(graph, cluster, seed, window)
         if params["respect_memory"]:
             constraints.update(memory=graph.memory_mb, node_memory=[n.ram_mb for n in cluster.nodes])
         if params["tasks_per_slot"]:
@@ -141,19 +151,24 @@ class OptimalScheduler(Scheduler):
         rule = CoLocationRule.of(graph, cluster)
         if rule is not None:  # the whole rule with one slot sharing group; per-operator caps otherwise
             constraints["operator_caps"] = (graph.task_operator, rule.operator_node_caps())
-        remaining = max(params["time_limit"] - (time.perf_counter() - started), 0.01)
+        if params["time_limit"]:
+            remaining = max(params["time_limit"] - (time.perf_counter() - started), 0.01)
+            work = params["time_limit"] * (1 - WARM_START_SHARE)
+        else:
+            remaining, work = None, params["work_limit"]
         result = solve_placement(graph.load, graph.src, graph.dst, graph.rate, cluster.capacity,
                                  time_limit=remaining, backend=params["backend"], seed=seed,
                                  workers=params["workers"], formulation=params["formulation"],
                                  memory_limit_mb=params["memory_limit_mb"], groups=graph.task_operator,
-                                 warm_start=starts or None, work_limit=params["time_limit"] * (1 - WARM_START_SHARE),
+                                 warm_start=starts or None, work_limit=work,
                                  **constraints)
         if result.status == "infeasible":
             raise InfeasibleError(f"optimal: graph {graph.name!r} cannot be placed on cluster {cluster.name!r} "
                                   f"under its capacity (and other) constraints")
         if result.status == "unknown":
-            raise InfeasibleError(f"optimal: no placement of {graph.name!r} found within "
-                                  f"time_limit={params['time_limit']:g} s (none may exist)")
+            limit = f"time_limit={params['time_limit']:g} s" if params["time_limit"] else \
+                f"work_limit={params['work_limit']:g}"
+            raise InfeasibleError(f"optimal: no placement of {graph.name!r} found within {limit} (none may exist)")
         node_of = result.assignment
         worker_of = np.where(cluster.slots[node_of] > 0, 0, NO_WORKER)
         metadata = {"status": result.status, "bound": result.bound, "gap": result.gap,
@@ -275,5 +290,5 @@ def _record(outcome: tuple[str, Any], graph: TaskGraph, report: dict[str, Any], 
     if isinstance(value, str):
         report[name] = value
         return
-    report[name] = float(graph.rate[value[graph.src] != value[graph.dst]].sum())
+    report[name] = cut_traffic(graph.src, graph.dst, graph.rate, value)
     found.append(value)

@@ -30,6 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from streamsched.errors import InputError
+from streamsched.metrics import cut_traffic
 
 #: Relative slack on capacities, the same as the placement validator's.
 TOLERANCE = 1e-9
@@ -67,8 +68,8 @@ class PlacementProblem:
 
     def cost(self, assignment: np.ndarray) -> float:
         """Inter-node traffic (eq. 3) plus migration cost of ``assignment``."""
-        cut = assignment[self.pair_a] != assignment[self.pair_b]
-        return float(self.weight[cut].sum()) + self.migration_cost * self.moved(assignment)
+        return cut_traffic(self.pair_a, self.pair_b, self.weight, assignment) + \
+            self.migration_cost * self.moved(assignment)
 
     def moved(self, assignment: np.ndarray) -> int:
         """How many items leave their current node (0 without a current placement)."""
