@@ -68,7 +68,7 @@ __all__ = ["FAMILIES", "OBJECTIVES", "STRICT", "PackingFailed", "Param", "Residu
 
 #: Values of the ``family`` and ``objective`` tags the registry accepts.
 FAMILIES = ("cluster", "edge")
-OBJECTIVES = ("traffic", "balance", "resources", "makespan")
+OBJECTIVES = ("traffic", "balance", "resources", "makespan", "contention")
 
 _PARSERS = {int: int, float: float, str: str}
 
@@ -219,7 +219,8 @@ class Scheduler(ABC):
     #: ``"edge"`` (edge + cloud strategies: makespan under energy and compute constraints).
     family: ClassVar[str] = "cluster"
     #: What the scheduler optimises: ``"traffic"`` (inter-node traffic), ``"balance"`` (spread
-    #: load evenly, Storm's defaults), ``"resources"`` (R-Storm's resource fit) or ``"makespan"``.
+    #: load evenly, Storm's defaults), ``"resources"`` (R-Storm's resource fit), ``"makespan"``
+    #: or ``"contention"`` (CAPSys's bottleneck compute, state and network per node).
     objective: ClassVar[str] = "traffic"
     #: True when the result is proven optimal (or carries a proven bound and gap).
     exact: ClassVar[bool] = False
