@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import typer
-import yaml
 from rich.console import Console
 
 from streamsched.cli.app import app, err_console
@@ -37,19 +36,16 @@ def write_reading(out: Path, graph: TaskGraph, placement: Placement, cluster: Cl
                   summary: Mapping[str, Any] | None = None, warnings: Sequence[str] = ()) -> dict[str, Any]:
     """Write OUTDIR/graph.json, placement.json and cluster.yaml, print what was read (warnings
     to stderr) and return the summary."""
-    from streamsched.model.graph_files import write_graph
+    from streamsched.resolve import write_engine_dir
 
-    out.mkdir(parents=True, exist_ok=True)
-    write_graph(graph, out / "graph.json")
-    placement.write(out / "placement.json", graph, cluster)
-    (out / "cluster.yaml").write_text(yaml.safe_dump(cluster.to_dict(), sort_keys=False))
+    files = write_engine_dir(out, graph, placement, cluster)
     report = {
         **dict(summary or {}),
         "current": remote_traffic(graph, placement),
-        "graph": {**graph.summary(), "file": str(out / "graph.json")},
-        "placement": str(out / "placement.json"),
+        "graph": {**graph.summary(), "file": str(files["graph"])},
+        "placement": str(files["placement"]),
         "cluster": {"name": cluster.name, "nodes": [n.name for n in cluster.nodes],
-                    "capacity_unit": cluster.capacity_unit, "file": str(out / "cluster.yaml")},
+                    "capacity_unit": cluster.capacity_unit, "file": str(files["cluster"])},
     }
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)

@@ -16,8 +16,8 @@ from rich.console import Console
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
                                     load_inputs, parse_params, read_placement)
-from streamsched.cli.summaries import (chunk_line, generated_lines, job_lines, log_collected_lines, rest_collected_lines,
-                                       watch_lines)
+from streamsched.cli.summaries import (chunk_line, generated_lines, job_lines, live_loop_lines, log_collected_lines,
+                                       rest_collected_lines, watch_lines)
 from streamsched.errors import InputError
 
 console = Console()
@@ -391,23 +391,42 @@ def demo(
     model: str = typer.Option("fischer-imac", "--model", help="fitted parameter set (fischer-imac: Fischer's iMacs, "
                               "the demo cluster's hardware)"),
     plan_format: str = PlanFormatOpt,
+    flink: bool = typer.Option(True, "--flink/--no-flink", help="then the loop on a live local Flink: start it, "
+                               "run a job, read it, ingest its counters on Spark, place, apply, measure"),
+    flink_scheduler: str = typer.Option("optimal", "--flink-scheduler", help="scheduler of the live Flink job's plan"),
     out: Path = typer.Option(Path("out/demo"), "--out", "-o"),
     seed: int = typer.Option(0, "--seed", min=0),
     master: str = MasterOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The main job on synthetic monitoring data of a built-in workload (with dirty rows):
-    generate -> ingest on Spark -> snapshot -> every scheduler -> verdict -> report -> plan."""
+    generate -> ingest on Spark -> snapshot -> every scheduler -> verdict -> report -> plan;
+    then (unless --no-flink) the same loop closed on a live local Flink 2.3 with streamsched's
+    placement plugin: the job's plan applied and its traffic measured before and after."""
     from streamsched import job, resolve, workloads
     from streamsched.schedulers.base import check_fits
 
     nodes = resolve.cluster(cluster)
     names, params = _job_checks(schedulers, param, model, nodes)
     check_fits(workloads.workload(workload, seed), nodes)  # exit 3 before Spark when it cannot fit
+    if flink:
+        from streamsched.schedulers import get_scheduler
+
+        get_scheduler(flink_scheduler).resolved_params()
+    spark = _spark(master)
     with err_console.status("running the demo") as status:
-        generated, result = job.run_demo(_spark(master), workload, nodes, out, names, rows, dirty, seed, model,
+        generated, result = job.run_demo(spark, workload, nodes, out, names, rows, dirty, seed, model,
                                          params, plan_format, on_start=lambda n: status.update(f"running {n}"))
-    _show_job(result, generated, as_json)
+    loop = None
+    if flink:
+        with err_console.status("the loop on a live Flink") as status:
+            loop = job.run_flink_loop(spark, out, flink_scheduler, log=lambda m: status.update(m))
+    if as_json:
+        emit({"generated": generated, **result.summary(), "flink": loop.summary() if loop else None}, True, [])
+        return
+    _show_job(result, generated, False)
+    if loop is not None:
+        emit({}, False, live_loop_lines(loop))
 
 
 collect_app = typer.Typer(help="Collectors: follow a source, write immutable chunk files for watch.",
