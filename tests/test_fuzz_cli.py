@@ -558,6 +558,7 @@ def _yaml(text: str):
         return text
 
 
+@pytest.mark.slow
 def test_fuzz_every_command(tmp_path_factory, capsys, monkeypatch):
     rng = random.Random(SEED)
     base = tmp_path_factory.mktemp("fuzz")
