@@ -9,12 +9,15 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[flink,test]'
 	touch $(STAMP)
 
+# The Flink placement plugin (Java, javac against the apache-flink-libraries jars) is built into
+# the package: `streamsched flink-plugin path` prints where.
 setup: $(STAMP) system
+	$(BIN)/python -m streamsched.engines.flink.plugin
 
-# Java 17+ for the Spark pipeline, Chromium for the report test: apt-get installs what is missing.
+# A JDK 17+ for the Spark pipeline and the Flink plugin's javac, Chromium for the report test: apt-get installs what is missing.
 system:
 	@bash scripts/ensure-system.sh
 

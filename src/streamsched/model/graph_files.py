@@ -10,7 +10,8 @@ JSON keeps both as ``{"load_unit": ..., "tasks": [...], "edges": [...]}``. Witho
 table every task named by an edge gets load 1 and operator ``"task"``; without a stated unit,
 loads count ``tasks``.
 A sendgraph ``{"nodes": [{"name": "12"}], "links": [{"source": 12, "target": 30, "value": n}]}``
-is read as counts over ``window_s`` seconds (rate = value / window_s).
+is read as counts over ``window_s`` seconds (rate = value / window_s). A CAPSys profile (a JSON
+list of operators with ``outboundtype``) is read with :mod:`streamsched.model.contention`.
 """
 
 from __future__ import annotations
@@ -192,6 +193,10 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
     name = path.name.split(".")[0]
     if suffix == ".json":
         data = read_document(path)
+        if isinstance(data, list) and data and isinstance(data[0], dict) and "outboundtype" in data[0]:
+            from streamsched.model.contention import graph_from_profile, read_caps_profile
+
+            return graph_from_profile(read_caps_profile(data, str(path)), name, where=str(path))
         validate(data, "graph", str(path))
         if "links" in data:
             return _read_sendgraph(data, path, name, window_s)

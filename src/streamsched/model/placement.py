@@ -111,11 +111,12 @@ class Placement:
 
     def write(self, path: str | Path, graph: TaskGraph, cluster: Cluster) -> None:
         """Write atomically: a temporary file beside ``path``, then a rename (no half file); the
-        document is checked against its schema first."""
+        document is checked against its schema first; a missing directory of ``path`` is created."""
         path = Path(path)
         document = self.to_dict(graph, cluster)
         validate(document, "placement", str(path), written=True)
         text = json.dumps(document, indent=1, default=_jsonable)
+        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             temporary.write_text(text)
