@@ -459,8 +459,8 @@ def storm_large_cluster(name: str) -> Cluster:
 
 
 def cluster_names() -> list[str]:
-    return ["homogeneous-10", "heterogeneous-10", "high-low-H-L", "thesis-9", "thesis-9-sK", "fischer-N", *STORM_LARGE,
-            "caps-WxS"]
+    """The built-in clusters (a family's pattern for the sized ones), as ``list clusters`` shows them."""
+    return list(CLUSTER_DESCRIPTIONS)
 
 
 def cluster(name: str) -> Cluster:

@@ -13,7 +13,7 @@ import importlib
 import pkgutil
 
 from streamsched.errors import InputError
-from streamsched.schedulers.base import FAMILIES, OBJECTIVES, Param, Scheduler
+from streamsched.schedulers.base import FAMILIES, OBJECTIVES, Scheduler
 
 PACKAGE = "streamsched.schedulers"
 _REGISTRY: dict[str, type[Scheduler]] = {}
