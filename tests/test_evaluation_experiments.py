@@ -101,6 +101,7 @@ def test_thesis_quick_writes_tables_figures_and_names_missing(tmp_path):
 
 @pytest.mark.skipif("optimal" not in available() or "i-scheduler" not in available(),
                     reason="needs the optimal and i-scheduler schedulers")
+@pytest.mark.slow
 def test_micro_optimum_never_beats_the_optimum(tmp_path):
     result = reproduce("micro-optimum", tmp_path, schedulers=["optimal", "even"], quick=True)
     rows = [r for r in result.rows if r.get("status") not in ("missing",)]

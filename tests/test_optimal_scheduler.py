@@ -124,6 +124,7 @@ def test_replan_command(tmp_path, capsys):
 DEMO_SNAPSHOT = Path(__file__).parent / "fixtures" / "demo" / "fischer-payload-10-snapshot"
 
 
+@pytest.mark.slow
 def test_demo_graph_is_proven_within_the_default_work_limit():
     """The graph `make demo` measures (the pipeline's snapshot of fischer-payload-10: 80 tasks in
     10 keyed chains, loads and rates with measurement noise, so every task is its own class) on

@@ -154,3 +154,76 @@ def run_demo(spark: Any, workload: str, cluster: Cluster, out: str | Path, names
     result = run_job(spark, [Path(out) / "metrics"], out, cluster, names, params, seed, model, window_s,
                      plan_format, on_start)
     return {k: generated[k] for k in ("traffic_rows", "load_rows", "dirty", "files")}, result
+
+
+@dataclass(frozen=True)
+class LiveLoop:
+    """The loop on a live Flink (:func:`run_flink_loop`): the job as read, the Spark snapshot of
+    its collected counters, the plan, and what ``apply`` measured before and after."""
+
+    job_id: str
+    read_dir: Path
+    snapshot: Path
+    #: records/s exchanged between subtasks: from the Spark snapshot, and read over REST before
+    #: and after the plan
+    snapshot_rate: float
+    rate_before: float
+    rate_after: float
+    scheduler: str
+    plan: Path
+    #: ``apply``'s result: moved subtasks, downtime, remote bytes/s before, predicted, measured
+    applied: dict[str, Any]
+
+    def summary(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+
+
+def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", taskmanagers: int = 2, slots: int = 2,
+                   rate: int = 4000, record_bytes: int = 1000, window_s: float = 10.0,
+                   log: Callable[[str], None] = lambda _m: None) -> LiveLoop:
+    """Issue 26's loop on a local Flink 2.3 with the placement plugin: start the cluster
+    (``out/flink``), run the example job (datagen -REBALANCE-> Calc -HASH-> aggregate), read it
+    over REST (``out/flink-read``, a read-engine directory), collect its counters twice into
+    chunks and ingest them on ``spark`` (``out/flink-store``: the same pair rates as the REST
+    reading, from the pipeline), place the read graph with ``scheduler`` under Flink's slot rule,
+    apply the plan (two rescales, every subtask checked) and measure the inter-TaskManager
+    bytes and the records exchanged before and after. The cluster is stopped in every case."""
+    from streamsched.engines.flink import apply as flink_apply
+    from streamsched.engines.flink import local
+    from streamsched.engines.flink.rest import read
+    from streamsched.pipeline.collect_rest import FlinkCollector
+    from streamsched.model.units import CORES
+    from streamsched.pipeline.ingest import Window, ingest
+    from streamsched.pipeline.sources import Options
+    from streamsched.pipeline.store import load_snapshot
+    from streamsched.resolve import write_engine_dir
+    from streamsched.schedulers import get_scheduler
+
+    out = Path(out)
+    get_scheduler(scheduler).resolved_params()
+    log(f"starting a local Flink: {taskmanagers} TaskManagers x {slots} slots, the placement plugin")
+    cluster = local.start(out / "flink", taskmanagers=taskmanagers, slots=slots, rest_port=0)
+    try:
+        job_id = local.submit_example(cluster.url, cluster.logs, rate=rate, record_bytes=record_bytes)
+        local.wait_flowing(cluster.url, job_id)
+        log(f"job {job_id} runs; reading it over {window_s:g} s")
+        before = read(url=cluster.url, job_id=job_id, window_s=window_s)
+        write_engine_dir(out / "flink-read", before.graph, before.placement, before.cluster)
+        log("collecting its counters and ingesting them on Spark")
+        collector = FlinkCollector(cluster.url, out / "flink-chunks", job_id)
+        collector.poll()
+        collector.poll()
+        report = ingest(spark, [out / "flink-chunks"], out / "flink-store", Window(seconds=3600.0),
+                        Options(load_unit=CORES))
+        snapshot = Path(report["snapshots"][0])
+        measured = load_snapshot(snapshot)
+        placement = get_scheduler(scheduler).schedule(before.graph, before.cluster)
+        plan = out / "flink-plan.json"
+        placement.write(plan, before.graph, before.cluster)
+        log(f"applying {scheduler}'s placement")
+        applied = flink_apply.apply(cluster.url, plan, job_id=job_id, window_s=window_s, log=log)
+        after = read(url=cluster.url, job_id=job_id, window_s=window_s)
+    finally:
+        local.stop(cluster.base)
+    return LiveLoop(job_id, out / "flink-read", snapshot, measured.total_rate, before.graph.total_rate,
+                    after.graph.total_rate, scheduler, plan, applied.to_dict())

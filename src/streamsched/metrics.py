@@ -119,6 +119,14 @@ def network_distance(graph: TaskGraph, placement: Placement, cluster: Cluster, w
     return float((edge_distances(graph, placement, cluster) * _weights(graph, weight)).sum())
 
 
+def remote_traffic(graph: TaskGraph, placement: Placement) -> dict[str, float]:
+    """What a placement sends over the network and between processes: tuples/s between nodes
+    (:func:`inter_node_traffic`), between workers (:func:`inter_worker_traffic`) and in all."""
+    return {"inter_node_traffic": inter_node_traffic(graph, placement),
+            "inter_worker_traffic": inter_worker_traffic(graph, placement),
+            "total_traffic": float(graph.rate.sum())}
+
+
 def evaluate(graph: TaskGraph, placement: Placement, cluster: Cluster) -> dict[str, Any]:
     """Every metric of this module in one JSON-ready dictionary."""
     util = utilisation(graph, placement, cluster)

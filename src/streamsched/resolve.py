@@ -98,6 +98,21 @@ def engine_cluster_file(graph_path: str | Path | None) -> Path | None:
     return candidate if Path(graph_path).is_dir() and candidate.is_file() else None
 
 
+def write_engine_dir(out: Path, graph: TaskGraph, placement, nodes: Cluster) -> dict[str, Path]:
+    """Write a ``read-engine`` output directory (what :func:`graph_file` and :func:`cluster`
+    read back): the graph, the job's current placement and the observed cluster."""
+    import yaml
+
+    from streamsched.model.graph_files import write_graph
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"graph": out / ENGINE_GRAPH, "placement": out / ENGINE_PLACEMENT, "cluster": out / ENGINE_CLUSTER}
+    write_graph(graph, files["graph"])
+    placement.write(files["placement"], graph, nodes)
+    files["cluster"].write_text(yaml.safe_dump(nodes.to_dict(), sort_keys=False))
+    return files
+
+
 def inputs(workload: str | None, path: str | Path | None, cluster_spec: str | None, seed: int = 0,
            units: bool = True) -> tuple[TaskGraph, Cluster]:
     """Graph and cluster of one command, their units checked (``units=False``: by the caller,

@@ -36,6 +36,7 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
+from streamsched.model.contention import PROFILES, builtin_profile, graph_from_profile
 from streamsched.model.limits import check_nodes, check_operators, check_tasks
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.topology import Operator, Stream, Topology
@@ -317,6 +318,9 @@ WORKLOAD_DESCRIPTIONS: dict[str, tuple[str, str]] = {
                           "fischer-metis-scheduler.txt IV-C"),
     "fischer-bytes-B-P": ("depth-3 chains of P tasks per stage, tuples of B bytes", "fischer-metis-scheduler.txt V-B1"),
     "random-K[-sS]": ("seeded random DAG of K operators (seed S, default 0), parallelism 1-8", "ours (random_topology)"),
+    "caps-<profile>": ("a CAPSys operator profile (compute, state, network per task): Q1-Q6, Q1_updated-Q6_updated, "
+                       "multi, q8, deem", "CAPSys (EuroSys 2025), scripts/caps-go/json"),
+    "caps-Q2-join-N": ("CAPSys's Q2-join profile scaled to N tasks (Figure 10)", "CAPSys cmd/eval_only_caps"),
 }
 
 
@@ -326,10 +330,14 @@ def workload_descriptions() -> list[tuple[str, str, str, str]]:
     sizes = f"{MICRO_SIZES[0]}-{MICRO_SIZES[-1]}"
     out = []
     for name, (what, source) in WORKLOAD_DESCRIPTIONS.items():
-        if name.endswith("-N"):
+        if name == "caps-Q2-join-N":
+            tasks = "N"
+        elif name.endswith("-N"):
             tasks = f"N = {sizes}"
         elif name.endswith("-P"):
             tasks = "8 P" if name.startswith(("fischer-parallel", "fischer-payload")) else "4 P"
+        elif name == "caps-<profile>":
+            tasks = "21-263"
         elif name in _FIXED:
             tasks = str(workload(name).n_tasks)
         else:
@@ -340,7 +348,8 @@ def workload_descriptions() -> list[tuple[str, str, str, str]]:
 
 def workload_names() -> list[str]:
     micro = [f"{shape}-{n}" for shape in _MICRO for n in MICRO_SIZES]
-    return micro + sorted(_FIXED) + ["fischer-parallel-P", "fischer-payload-P", "fischer-bytes-B-P", "random-K[-sS]"]
+    return micro + sorted(_FIXED) + ["fischer-parallel-P", "fischer-payload-P", "fischer-bytes-B-P", "random-K[-sS]"] + [
+        f"caps-{k}" for k in PROFILES if k != "Q2-join"] + ["caps-Q2-join-N"]
 
 
 def topology(name: str) -> Topology:
@@ -358,8 +367,26 @@ def topology(name: str) -> Topology:
 
 def workload(name: str, seed: int = 0) -> TaskGraph:
     """The built-in workload ``name`` as a task graph (``seed``: the routing of Fischer's chains)."""
+    if name.startswith("caps-"):
+        return caps_workload(name)
     graph = fischer_graph(name, seed)
     return graph if graph is not None else TaskGraph.from_topology(topology(name))
+
+
+def caps_workload(name: str) -> TaskGraph:
+    """``caps-<profile>`` (CAPSys's profiles, :data:`~streamsched.model.contention.PROFILES`) and
+    ``caps-Q2-join-N``: Figure 10's Q2-join scaled to N tasks as CAPSys's ``eval_only_caps`` does."""
+    match = re.fullmatch(r"caps-Q2-join-(\d+)", name)
+    if match:
+        tasks = int(match.group(1))
+        if not 6 <= tasks <= 1_000_000:
+            raise InputError(f"workload {name!r}: Q2-join takes 6 to 1000000 tasks")
+        return graph_from_profile(builtin_profile("Q2-join").scaled(tasks), name)
+    key = name[len("caps-"):]
+    if key not in PROFILES or key == "Q2-join":
+        raise InputError(f"unknown workload {name!r} (known CAPSys profiles: "
+                         f"{', '.join('caps-' + k for k in PROFILES if k != 'Q2-join')}, caps-Q2-join-N)")
+    return graph_from_profile(builtin_profile(key), name)
 
 
 # ------------------------------------------------------------------ clusters
@@ -388,6 +415,8 @@ CLUSTER_DESCRIPTIONS: dict[str, tuple[str, str]] = {
                      "i-scheduler.txt sec. 5-6; t3-scheduler.txt sec. 6"),
     "thesis-9": ("the nine supervisors (8 / 4 / 4 cores), 3 worker slots each", "thesis Table 4.1"),
     "thesis-9-sK": ("thesis-9 with K worker slots per node (the scenarios S1-S6)", "thesis Tables 4.1-4.2"),
+    "caps-WxS": ("W workers of S slots, capacity S tasks each (CAPSys's cluster shapes, e.g. caps-4x8)",
+                 "CAPSys (EuroSys 2025)"),
     "fischer-N": ("N iMacs (4 cores at 2.7 GHz, 1 Gbps), one worker slot, capacity 8 tasks (the demo: N = 11)",
                   "fischer-metis-scheduler.txt IV-D"),
     "storm-large-01": ("1,312 supervisors in 16 racks: 3,600/3,500 % CPU, 178,000 MB (racks 0-11), 2,400/2,300 %, "
@@ -430,7 +459,8 @@ def storm_large_cluster(name: str) -> Cluster:
 
 
 def cluster_names() -> list[str]:
-    return ["homogeneous-10", "heterogeneous-10", "high-low-H-L", "thesis-9", "thesis-9-sK", "fischer-N", *STORM_LARGE]
+    """The built-in clusters (a family's pattern for the sized ones), as ``list clusters`` shows them."""
+    return list(CLUSTER_DESCRIPTIONS)
 
 
 def cluster(name: str) -> Cluster:
@@ -452,4 +482,8 @@ def cluster(name: str) -> Cluster:
     fischer = fischer_cluster(name)
     if fischer is not None:
         return fischer
+    match = re.fullmatch(r"caps-(\d+)x(\d+)", name)
+    if match and int(match.group(1)) > 0 and int(match.group(2)) > 0:
+        slots = int(match.group(2))
+        return Cluster.from_types(name, (int(match.group(1)), {"capacity": float(slots), "slots": slots}))
     raise InputError(f"unknown cluster {name!r} (known: {', '.join(cluster_names())})")

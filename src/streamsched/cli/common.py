@@ -79,15 +79,24 @@ def read_placement(path: Path, graph: TaskGraph, nodes: Cluster) -> Placement:
 
 
 def check_output_file(path: Optional[Path], option: str = "--out") -> None:
-    """Before any work: ``path`` must be writable as a file (its directory exists, it is not a
-    directory), else one line naming it (exit 2)."""
+    """Before any work: ``path`` must be writable as a file: not a directory, and its directory
+    either exists or can be made (no file in the way; the writer makes it), else one line naming
+    it (exit 2)."""
     if path is None:
         return
     if path.is_dir():
         raise InputError(f"{path}: Is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"{path}: No such file or directory")
+    check_output_dir(path.parent if str(path.parent) else Path("."), option)
+
+
+def check_output_dir(directory: Path, option: str = "--out") -> None:
+    """``directory`` exists as a directory or can be made: its nearest existing ancestor is a
+    directory (a file in the way: one line naming it, exit 2)."""
+    for ancestor in (directory, *directory.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise InputError(f"{option} {directory}: {ancestor} is a file, not a directory")
+            return
 
 
 def parse_params(pairs: Optional[list[str]]) -> dict[str, Any]:

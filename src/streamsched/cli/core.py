@@ -63,7 +63,8 @@ def list_(what: str = typer.Argument("all", help="schedulers, workloads, cluster
     if what in ("all", "clusters"):
         listing["clusters"] = [
             {"cluster": name, "what": what_it_is, "source": source,
-             "nodes": "H + L" if name == "high-low-H-L" else "N" if name == "fischer-N" else str(workloads.cluster(name.replace("-sK", "")).n_nodes)}
+             "nodes": "H + L" if name == "high-low-H-L" else "N" if name == "fischer-N" else "W" if name == "caps-WxS"
+             else str(workloads.cluster(name.replace("-sK", "")).n_nodes)}
             for name, (what_it_is, source) in workloads.CLUSTER_DESCRIPTIONS.items()]
     if as_json:
         console.print_json(data=listing)

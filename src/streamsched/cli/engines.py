@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import typer
-import yaml
 from rich.console import Console
 
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import finite_or_null
 from streamsched.cli.summaries import reading_lines
+from streamsched.metrics import remote_traffic
 from streamsched.errors import InputError
 from streamsched.model import Cluster, Placement, TaskGraph
 
@@ -36,18 +36,16 @@ def write_reading(out: Path, graph: TaskGraph, placement: Placement, cluster: Cl
                   summary: Mapping[str, Any] | None = None, warnings: Sequence[str] = ()) -> dict[str, Any]:
     """Write OUTDIR/graph.json, placement.json and cluster.yaml, print what was read (warnings
     to stderr) and return the summary."""
-    from streamsched.model.graph_files import write_graph
+    from streamsched.resolve import write_engine_dir
 
-    out.mkdir(parents=True, exist_ok=True)
-    write_graph(graph, out / "graph.json")
-    placement.write(out / "placement.json", graph, cluster)
-    (out / "cluster.yaml").write_text(yaml.safe_dump(cluster.to_dict(), sort_keys=False))
+    files = write_engine_dir(out, graph, placement, cluster)
     report = {
         **dict(summary or {}),
-        "graph": {**graph.summary(), "file": str(out / "graph.json")},
-        "placement": str(out / "placement.json"),
+        "current": remote_traffic(graph, placement),
+        "graph": {**graph.summary(), "file": str(files["graph"])},
+        "placement": str(files["placement"]),
         "cluster": {"name": cluster.name, "nodes": [n.name for n in cluster.nodes],
-                    "capacity_unit": cluster.capacity_unit, "file": str(out / "cluster.yaml")},
+                    "capacity_unit": cluster.capacity_unit, "file": str(files["cluster"])},
     }
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
@@ -216,6 +214,8 @@ def storm_export_options(storm_ui_dir: Optional[Path], topology_id: Optional[str
             except ValueError:
                 raise InputError(f"--executors: {hints}: counts must be integers") from None
     if topology_id is not None:
+        if not topology_id.strip():
+            raise InputError("--topology-id: must not be empty")
         options["topology_id"] = topology_id
     return options
 

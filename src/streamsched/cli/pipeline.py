@@ -16,8 +16,8 @@ from rich.console import Console
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
                                     load_inputs, parse_params, read_placement)
-from streamsched.cli.summaries import (generated_lines, job_lines, log_collected_lines, rest_collected_lines,
-                                       watch_lines)
+from streamsched.cli.summaries import (chunk_line, generated_lines, job_lines, live_loop_lines, log_collected_lines,
+                                       rest_collected_lines, watch_lines)
 from streamsched.errors import InputError
 
 console = Console()
@@ -28,7 +28,7 @@ StoreOpt = typer.Option(..., "--store", help="snapshot store directory")
 ChunksOutOpt = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)")
 IntervalOpt = typer.Option(60.0, "--interval", help="seconds between readings")
 ReadingOnceOpt = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop")
-TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds")
+TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds (default: run until stopped)")
 
 
 def _spark(master: str):
@@ -66,7 +66,7 @@ def gen_metrics(
         "TIME for every operator not named): loads become the busy cores the tuples cost"),
     remote_cpu_per_tuple: Optional[str] = typer.Option(
         None, "--remote-cpu-per-tuple", help="TIME: extra CPU per tuple leaving its worker, half on each end"),
-    rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
+    rows_per_file: int = typer.Option(1_000_000, "--rows-per-file", help="rows per metric file at most"),
     seed: int = typer.Option(0, "--seed", min=0),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -91,7 +91,7 @@ def ingest(
     paths: list[Path] = typer.Argument(..., help="metric files or directories"),
     store: Path = StoreOpt,
     window: float = typer.Option(60.0, "--window", help="sliding window W in seconds"),
-    half_life: Optional[float] = typer.Option(None, "--half-life", help="exponential weighting instead (s)"),
+    half_life: Optional[float] = typer.Option(None, "--half-life", help="exponential weighting with this half-life in seconds instead of the window (default: none)"),
     until: Optional[float] = typer.Option(None, "--until", help="window end, epoch s (default: latest row)"),
     fmt: Optional[str] = typer.Option(None, "--format", help="force one source format for every file"),
     topology: Optional[str] = typer.Option(
@@ -312,6 +312,7 @@ def export(
     if out is None:
         print(text)
     else:
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n")
 
 
@@ -390,23 +391,42 @@ def demo(
     model: str = typer.Option("fischer-imac", "--model", help="fitted parameter set (fischer-imac: Fischer's iMacs, "
                               "the demo cluster's hardware)"),
     plan_format: str = PlanFormatOpt,
+    flink: bool = typer.Option(True, "--flink/--no-flink", help="then the loop on a live local Flink: start it, "
+                               "run a job, read it, ingest its counters on Spark, place, apply, measure"),
+    flink_scheduler: str = typer.Option("optimal", "--flink-scheduler", help="scheduler of the live Flink job's plan"),
     out: Path = typer.Option(Path("out/demo"), "--out", "-o"),
     seed: int = typer.Option(0, "--seed", min=0),
     master: str = MasterOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The main job on synthetic monitoring data of a built-in workload (with dirty rows):
-    generate -> ingest on Spark -> snapshot -> every scheduler -> verdict -> report -> plan."""
+    generate -> ingest on Spark -> snapshot -> every scheduler -> verdict -> report -> plan;
+    then (unless --no-flink) the same loop closed on a live local Flink 2.3 with streamsched's
+    placement plugin: the job's plan applied and its traffic measured before and after."""
     from streamsched import job, resolve, workloads
     from streamsched.schedulers.base import check_fits
 
     nodes = resolve.cluster(cluster)
     names, params = _job_checks(schedulers, param, model, nodes)
     check_fits(workloads.workload(workload, seed), nodes)  # exit 3 before Spark when it cannot fit
+    if flink:
+        from streamsched.schedulers import get_scheduler
+
+        get_scheduler(flink_scheduler).resolved_params()
+    spark = _spark(master)
     with err_console.status("running the demo") as status:
-        generated, result = job.run_demo(_spark(master), workload, nodes, out, names, rows, dirty, seed, model,
+        generated, result = job.run_demo(spark, workload, nodes, out, names, rows, dirty, seed, model,
                                          params, plan_format, on_start=lambda n: status.update(f"running {n}"))
-    _show_job(result, generated, as_json)
+    loop = None
+    if flink:
+        with err_console.status("the loop on a live Flink") as status:
+            loop = job.run_flink_loop(spark, out, flink_scheduler, log=lambda m: status.update(m))
+    if as_json:
+        emit({"generated": generated, **result.summary(), "flink": loop.summary() if loop else None}, True, [])
+        return
+    _show_job(result, generated, False)
+    if loop is not None:
+        emit({}, False, live_loop_lines(loop))
 
 
 collect_app = typer.Typer(help="Collectors: follow a source, write immutable chunk files for watch.",
@@ -445,21 +465,23 @@ def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[
     if not (math.isfinite(interval) and interval > 0):
         raise InputError(f"--interval: {interval!r}; must be a finite number of seconds > 0")
     collector = make_collector()
+    warned: set[str] = set()
 
-    def report(side, chunk_line: bool = True) -> None:
-        if chunk_line:
-            err_console.print(f"chunk {side['rows']} pairs over {side['seconds']:.1f} s "
-                              f"({len(side['resets'])} counter resets)", highlight=False)
+    def report(side, with_chunk: bool = True) -> None:
+        if with_chunk:
+            err_console.print(chunk_line(side), highlight=False, soft_wrap=True)
         for reset in side["resets"]:
             where = reset.get("executor") or reset.get("subtask")
             err_console.print(f"counter reset: {where}: {reset['reason']}; counted {reset['counted']}", highlight=False)
-        for warning in side["warnings"]:
-            err_console.print(f"warning: {warning}", highlight=False)
+        for warning in side["warnings"]:  # each reading repeats the job's warnings: say each once per run
+            if warning not in warned:
+                warned.add(warning)
+                err_console.print(f"warning: {warning}", highlight=False, soft_wrap=True)
 
     if once:  # a reading (the first one is the base of the next difference), then stop
         side = collector.poll()
         if side is not None:
-            report(side, chunk_line=False)  # the chunk's line is the summary on stdout
+            report(side, with_chunk=False)  # the chunk's line is the summary on stdout
         emit({"chunk": side, "next_seq": collector.state["seq"]}, as_json,
              rest_collected_lines(side, collector.state["seq"]))
         return

@@ -10,7 +10,8 @@ JSON keeps both as ``{"load_unit": ..., "tasks": [...], "edges": [...]}``. Witho
 table every task named by an edge gets load 1 and operator ``"task"``; without a stated unit,
 loads count ``tasks``.
 A sendgraph ``{"nodes": [{"name": "12"}], "links": [{"source": 12, "target": 30, "value": n}]}``
-is read as counts over ``window_s`` seconds (rate = value / window_s).
+is read as counts over ``window_s`` seconds (rate = value / window_s). A CAPSys profile (a JSON
+list of operators with ``outboundtype``) is read with :mod:`streamsched.model.contention`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from streamsched.errors import InputError
+from streamsched.model.io import read_document, validate
 from streamsched.model.taskgraph import MAX_VALUE, TaskGraph
 from streamsched.model.units import TASKS, check_unit
 
@@ -190,22 +192,20 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
     suffix = path.suffix.lower()
     name = path.name.split(".")[0]
     if suffix == ".json":
-        from streamsched.model.io import read_document
-
         data = read_document(path)
-        if isinstance(data, dict) and "links" in data:
+        if isinstance(data, list) and data and isinstance(data[0], dict) and "outboundtype" in data[0]:
+            from streamsched.model.contention import graph_from_profile, read_caps_profile
+
+            return graph_from_profile(read_caps_profile(data, str(path)), name, where=str(path))
+        validate(data, "graph", str(path))
+        if "links" in data:
             return _read_sendgraph(data, path, name, window_s)
-        if not isinstance(data, dict) or "edges" not in data:
-            raise InputError(f"{path}: expected an object with 'edges' (or a sendgraph with 'links')")
         edges = _records_table(data["edges"], path, "edges")
         task_info, table_unit = None, None
         if data.get("tasks") is not None:
             task_info, table_unit = _tasks_from_table(_records_table(data["tasks"], path, "tasks"), path)
-        stated = data.get("load_unit")
-        if stated is not None:
-            check_unit(stated, f"{path}: load_unit")
-        unit = _one_unit(path, stated, table_unit)
-        name = str(data.get("name", name))
+        unit = _one_unit(path, data.get("load_unit"), table_unit)
+        name = name if data.get("name") is None else data["name"]
     elif suffix in (".csv", ".parquet"):
         edges = _read_table(path)
         tasks_file = Path(tasks) if tasks is not None else tasks_path_for(path)
@@ -226,9 +226,7 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
     )
 
 
-def _records_table(records, path: Path, field: str) -> pa.Table:
-    if not isinstance(records, list):
-        raise InputError(f"{path}: {field}: expected a list")
+def _records_table(records: list[dict], path: Path, field: str) -> pa.Table:
     try:
         return pa.Table.from_pylist(records)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
@@ -237,7 +235,7 @@ def _records_table(records, path: Path, field: str) -> pa.Table:
 
 def _read_sendgraph(data: dict, path: Path, name: str, window_s: float) -> TaskGraph:
     try:
-        node_ids = np.array([int(n["name"]) for n in data.get("nodes", [])], dtype=np.int64)
+        node_ids = np.array([int(n["name"]) for n in data.get("nodes") or ()], dtype=np.int64)
     except (KeyError, TypeError, ValueError):
         raise InputError(f"{path}: nodes: each node needs an integer 'name'") from None
     links = _records_table(data["links"], path, "links")
@@ -271,8 +269,10 @@ def write_graph(graph: TaskGraph, path: str | Path) -> None:
                                                            pa.string()))
     suffix = path.suffix.lower()
     if suffix == ".json":
-        path.write_text(json.dumps({"name": graph.name, "load_unit": graph.load_unit, "tasks": tasks.to_pylist(),
-                                    "edges": edges.to_pylist()}))
+        document = {"name": graph.name, "load_unit": graph.load_unit, "tasks": tasks.to_pylist(),
+                    "edges": edges.to_pylist()}
+        validate(document, "graph", str(path), written=True)
+        path.write_text(json.dumps(document))
         return
     tasks = tasks.append_column("load_unit", pa.array([graph.load_unit] * graph.n_tasks, pa.string()))
     if suffix == ".parquet":

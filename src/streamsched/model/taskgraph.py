@@ -46,6 +46,7 @@ class TaskGraph:
     Storm's resource-aware scheduling adds a per-worker limit: ``onheap_mb[t]`` is the JVM heap
     part of ``memory_mb[t]`` and ``worker_heap_mb`` the most heap one worker process of the graph
     may hold (``topology.worker.max.heap.size.mb``; 0 = no limit). Graph files do not keep them.
+    ``contention`` optionally carries CAPSys's contention profile (:mod:`streamsched.model.contention`).
     """
 
     name: str
@@ -63,6 +64,9 @@ class TaskGraph:
     slot_group: tuple[str, ...] = ()
     onheap_mb: np.ndarray | None = None
     worker_heap_mb: float = 0.0
+    #: CAPSys's per-task cost vectors and link types
+    #: (:class:`streamsched.model.contention.ContentionProfile`), or None.
+    contention: Any = None
 
     @classmethod
     def build(cls, name: str, operator_names, task_operator, load, src, dst, rate,

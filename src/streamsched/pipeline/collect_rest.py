@@ -57,6 +57,7 @@ from typing import Any, Callable
 from streamsched.engines import flink
 from streamsched.engines.storm import ui_rest
 from streamsched.errors import InputError
+from streamsched.metrics import remote_traffic
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.pipeline.collect import _write_atomic
 from streamsched.pipeline.native_reader import fields_of
@@ -272,6 +273,7 @@ class StormUICollector(RestCollector):
                         if reading.graph.operator_names[reading.graph.task_operator[k]] in
                         {c.name for c in after.components if c.kind == "spout"})
         return reading.graph, {"topology_id": self.topology_id, "resets": resets, "warnings": list(reading.warnings),
+                               "current": remote_traffic(reading.graph, reading.placement),
                                "load_estimated_tasks": spouts, "load_unit": reading.graph.load_unit}
 
 
@@ -361,6 +363,7 @@ class FlinkCollector(RestCollector):
         document = {**reading.placement.to_dict(reading.graph, reading.cluster), "time": current["time"]}
         _write_atomic(self.out / f".running-{self.stem}.json", json.dumps(document, default=float).encode())
         return reading.graph, {"job_id": self.job_id, "resets": resets, "warnings": list(reading.warnings),
+                               "current": remote_traffic(reading.graph, reading.placement),
                                "rates_from": reading.report["rates_from"],
                                "load_estimated_tasks": [int(t) for t in reading.report["load_fallback_tasks"]],
                                "load_unit": reading.graph.load_unit}

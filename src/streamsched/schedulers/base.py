@@ -68,7 +68,7 @@ __all__ = ["FAMILIES", "OBJECTIVES", "STRICT", "PackingFailed", "Param", "Residu
 
 #: Values of the ``family`` and ``objective`` tags the registry accepts.
 FAMILIES = ("cluster", "edge")
-OBJECTIVES = ("traffic", "balance", "resources", "makespan")
+OBJECTIVES = ("traffic", "balance", "resources", "makespan", "contention")
 
 _PARSERS = {int: int, float: float, str: str}
 
@@ -106,9 +106,23 @@ class Param:
         return value
 
     def describe(self) -> str:
-        domain = f" one of {self.choices}" if self.choices else (
-            f" in [{self.low}, {self.high}]" if self.low is not None or self.high is not None else "")
-        return f"{self.name}={self.default!r} ({self.kind.__name__}{domain}) {self.help}".rstrip()
+        """``name=default (what it takes) help``, written as one gives it with ``--param``."""
+        if self.choices:
+            *head, last = [str(c) for c in self.choices]
+            takes = f"{', '.join(head)} or {last}" if head else last
+        else:
+            takes = {bool: "true or false", int: "integer", float: "number"}.get(self.kind, "text")
+            low, high = (None if v is None else f"{v:g}" for v in (self.low, self.high))
+            takes += (f" from {low} to {high}" if low and high else f" >= {low}" if low
+                      else f" <= {high}" if high else "")
+        return f"{self.name}={_typed(self.default)} ({takes}) {self.help}".rstrip()
+
+
+def _typed(value: Any) -> str:
+    """A parameter value as one types it: ``true``, ``0.8``, ``cpu``; ``none`` for no value."""
+    if value is None or isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 #: The parameter every heuristic declares: ``strict=true`` refuses where the paper's packing
@@ -205,7 +219,8 @@ class Scheduler(ABC):
     #: ``"edge"`` (edge + cloud strategies: makespan under energy and compute constraints).
     family: ClassVar[str] = "cluster"
     #: What the scheduler optimises: ``"traffic"`` (inter-node traffic), ``"balance"`` (spread
-    #: load evenly, Storm's defaults), ``"resources"`` (R-Storm's resource fit) or ``"makespan"``.
+    #: load evenly, Storm's defaults), ``"resources"`` (R-Storm's resource fit), ``"makespan"``
+    #: or ``"contention"`` (CAPSys's bottleneck compute, state and network per node).
     objective: ClassVar[str] = "traffic"
     #: True when the result is proven optimal (or carries a proven bound and gap).
     exact: ClassVar[bool] = False

@@ -1,5 +1,9 @@
 """The optimal scheduler of Eskandari et al. [1]_ section 3 (eqs. 1-5) and [2]_ section 5.
 
+``objective=contention`` instead minimises CAPSys's contention (the bottleneck node's compute,
+state and network cost, lexicographically or weighted) with :mod:`streamsched.solvers.contention`,
+under optional ceilings on each bottleneck and on the total network cost.
+
 Minimises inter-node traffic (eq. 3) subject to node capacity (eq. 4) and one node per task
 (eq. 5), and the co-location rule where one is stated (per-operator caps per node,
 ``operator_caps``), with an exact solver (:func:`streamsched.solvers.solve_placement`). By default
@@ -36,13 +40,15 @@ References
 
 from __future__ import annotations
 
+import itertools
+import math
 import multiprocessing
 import time
 from typing import Any
 
 import numpy as np
 
-from streamsched.errors import InfeasibleError, InputError
+from streamsched.errors import InfeasibleError, InputError, ParameterError
 from streamsched.metrics import cut_traffic, inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.colocation import CoLocationRule
@@ -59,6 +65,10 @@ WARM_START_SHARE = 0.3
 #: they take longer than this (a safety for very large graphs: wall clock).
 WARM_START_CAP_S = 120.0
 FIRST_WARM_STARTS = ("i-scheduler", "metis", "r-storm", "t3")
+#: ``contention`` values: every order of the three dimensions (lexicographic), or a weighted sum,
+#: or the total network cost.
+CONTENTION_OBJECTIVES = tuple(",".join(p) for p in itertools.permutations(("compute", "state", "network"))) + (
+    "weighted", "network-total")
 
 
 @register
@@ -80,10 +90,22 @@ class OptimalScheduler(Scheduler):
         Param("memory_limit_mb", float, DEFAULT_MEMORY_LIMIT_MB,
               "above this estimated model size, a smaller model or local search alone", low=1.0),
         Param("warm_starts", bool, True, "start from the other cluster schedulers' placements"),
+        Param("objective", str, "traffic", "traffic, or contention (CAPSys's bottleneck compute, state, network)",
+              choices=("traffic", "contention")),
+        Param("contention", str, "compute,state,network", "contention objective: an order of dimensions "
+              "(lexicographic), weighted or network-total", choices=CONTENTION_OBJECTIVES),
+        Param("contention_weights", str, "1,1,1", "weighted: weights of compute,state,network (each over CAPS's span)"),
+        Param("compute_ceiling", float, -1.0, "contention: largest node compute cost allowed (-1: none)", low=-1.0),
+        Param("state_ceiling", float, -1.0, "contention: largest node state cost allowed (-1: none)", low=-1.0),
+        Param("network_ceiling", float, -1.0, "contention: largest node network cost allowed (-1: none)", low=-1.0),
+        Param("traffic_ceiling", float, -1.0, "contention: largest total network cost, summed over nodes (-1: none)",
+              low=-1.0),
     )
     randomised = True
 
     def place(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
+        if params["objective"] == "contention":
+            return _contention(graph, cluster, params, seed)
         return self._solve(graph, cluster, params, seed)
 
     replan_options = (Param("migration_cost", float, 1.0, "cost per moved task, in rate units", low=0.0),)
@@ -164,6 +186,25 @@ class OptimalScheduler(Scheduler):
         return Placement.build(node_of, worker_of, metadata)
 
 
+def _contention(graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
+    """``objective=contention``: :func:`streamsched.schedulers.caps.exact_contention_placement`."""
+    from streamsched.schedulers.caps import exact_contention_placement
+
+    try:
+        weights = tuple(float(w) for w in params["contention_weights"].split(","))
+    except ValueError:
+        weights = ()
+    if len(weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in weights):
+        raise ParameterError(f"optimal.params.contention_weights: {params['contention_weights']!r} is not three "
+                             f"numbers >= 0 separated by commas")
+    ceilings = {d: params[f"{d}_ceiling"] for d in ("compute", "state", "network") if params[f"{d}_ceiling"] >= 0}
+    traffic = params["traffic_ceiling"] if params["traffic_ceiling"] >= 0 else None
+    return exact_contention_placement(graph, cluster, objective=params["contention"], weights=weights,
+                                      ceilings=ceilings, network_ceiling=traffic, time_limit=params["time_limit"],
+                                      work_limit=params["time_limit"], seed=seed, workers=params["workers"],
+                                      warm_start=params["warm_starts"])
+
+
 def heuristic_placements(graph: TaskGraph, cluster: Cluster, seed: int,
                          seconds: float) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Node per task of every other cluster scheduler that finishes within ``seconds``.
@@ -176,7 +217,7 @@ def heuristic_placements(graph: TaskGraph, cluster: Cluster, seed: int,
 
     names = [name for name in available() if name != OptimalScheduler.name
              and scheduler_class(name).family == "cluster" and not scheduler_class(name).exact
-             and not scheduler_class(name).needs_edge_nodes]
+             and not scheduler_class(name).needs_edge_nodes and scheduler_class(name).objective != "contention"]
     names = [n for n in FIRST_WARM_STARTS if n in names] + [n for n in names if n not in FIRST_WARM_STARTS]
     report: dict[str, Any] = {name: "not run (time)" for name in names}
     found: list[np.ndarray] = []

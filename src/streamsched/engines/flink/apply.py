@@ -39,7 +39,7 @@ from urllib.parse import quote
 
 from streamsched import metrics
 from streamsched.engines.flink.estimate import read_capture
-from streamsched.engines.flink.plugin import PLAN_ENVIRONMENT, PLAN_PROPERTY, REPLACED_CLASS
+from streamsched.engines.flink.plugin import PLAN_ENVIRONMENT, PLAN_PROPERTY
 from streamsched.engines.flink.rest import FlinkRest, capture_live
 from streamsched.errors import InputError, StreamschedError
 from streamsched.model.io import read_document

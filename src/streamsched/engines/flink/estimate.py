@@ -24,6 +24,7 @@ from streamsched.engines.flink.documents import (
 from streamsched.engines.flink.traffic import pair_weights
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
+from streamsched.model.contention import ContentionProfile, with_profile
 from streamsched.model.placement import NO_WORKER, Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import CORES
@@ -131,6 +132,8 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
         src=cat(srcs, np.int64), dst=cat(dsts, np.int64), rate=cat(pair_rates, np.float64),
         bytes_rate=cat(pair_bytes, np.float64), where=f"{capture.where}: job {capture.job_id}", load_unit=CORES,
         slot_group=[v.slot_sharing_group for v in vertices])
+    profile = _contention_profile(vertices, operator_names, index, loads, bytes_out, offsets)
+    graph = with_profile(graph, profile, f"{capture.where}: job {capture.job_id}")
     cluster, placement, tm_report = _placement(last, node_by, n, capture.job_id, warnings)
     measured: dict[str, float | None] = {}
     for name in ("numBytesIn", "numBytesInLocal", "numBytesInRemote", "numRecordsIn", "numRecordsOut"):
@@ -160,8 +163,42 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
                            "bytes_in_remote": measured["numBytesInRemote"],
                            "records_in": measured["numRecordsIn"], "records_out": measured["numRecordsOut"]},
         "taskmanagers": tm_report,
+        "contention": {
+            "measured": list(profile.measured),
+            "not_measured": {"state": "Flink's REST metrics give no state access rate per subtask (RocksDB's "
+                                      "native metrics are off by default): state costs are 0"},
+            "per_task": {"compute": "busy cores (busy time ms/s / 1000)",
+                         "network": "bytes out per second (numBytesOut), per downstream operator"},
+            "operators": [{"name": name, "compute": float(profile.cost[k, 0]), "network": float(profile.cost[k, 2]),
+                           "outbound": profile.outbound[k]} for k, name in enumerate(operator_names)],
+        },
     }
     return FlinkReading(graph, placement, cluster, report, tuple(warnings))
+
+
+def _contention_profile(vertices: Sequence[VertexInfo], names: list[str], index: Mapping[str, int], loads: np.ndarray,
+                        bytes_out: Mapping[str, np.ndarray], offsets: np.ndarray) -> ContentionProfile:
+    """CAPSys's per-task vector of each vertex: compute = mean busy cores of its subtasks,
+    network = mean bytes out per second over its downstream vertices (CAPS charges it per link),
+    state not measured; a vertex's link type is its outputs' ship strategy (``FORWARD`` only
+    when all are, ``REBALANCE`` when all are, else ``HASH``)."""
+    downstream: list[list[int]] = [[] for _ in vertices]
+    strategies: list[set[str]] = [set() for _ in vertices]
+    for k, v in enumerate(vertices):
+        for upstream, strategy in v.inputs:
+            downstream[index[upstream]].append(k)
+            strategies[index[upstream]].add(strategy)
+    cost = np.zeros((len(vertices), 3))
+    outbound = []
+    for k, v in enumerate(vertices):
+        cost[k, 0] = float(loads[offsets[k]:offsets[k + 1]].mean())
+        cost[k, 2] = float(bytes_out[v.id].mean()) / max(len(downstream[k]), 1)
+        kinds = strategies[k]
+        outbound.append("" if not kinds else "FORWARD" if kinds == {"FORWARD"} else
+                        "REBALANCE" if kinds == {"REBALANCE"} else "HASH")
+    cost.setflags(write=False)
+    return ContentionProfile(tuple(names), tuple(v.parallelism for v in vertices), cost, tuple(outbound),
+                             tuple(tuple(d) for d in downstream), measured=("compute", "network"))
 
 
 def _bytes_per_record(rec_in: np.ndarray, bytes_in: np.ndarray, rec_out: np.ndarray, bytes_out: np.ndarray) -> np.ndarray:

@@ -324,6 +324,18 @@ class ExampleClient:
                 proc.wait(timeout=30)
 
 
+def wait_flowing(url: str, job_id: str, timeout_s: float = 90.0) -> None:
+    """Return once every vertex of the job runs and every one but the first has read records."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = _get(f"{url}/jobs/{job_id}")
+        if job["state"] == "RUNNING" and all(v["status"] == "RUNNING" for v in job["vertices"]) \
+                and all(v["metrics"].get("read-records", 0) > 0 for v in job["vertices"][1:]):
+            return
+        time.sleep(0.5)
+    raise StreamschedError(f"job {job_id} at {url} did not run with records flowing within {timeout_s:g} s")
+
+
 def submit_example(url: str, logs: Path, **options) -> str:
     """Build and submit the example job to the cluster at ``url`` (127.0.0.1); its JobID."""
     port = int(url.rsplit(":", 1)[1].split("/")[0])
