@@ -37,7 +37,7 @@ test: setup
 # The inner loop: every test that starts no JVM (tests/conftest.py marks the others; a test that
 # starts one unmarked fails here), well under 2 minutes.
 test-fast: setup
-	STREAMSCHED_TEST_TIER=fast $(BIN)/python -m pytest -q -m "not spark and not slow" --durations=10
+	STREAMSCHED_TEST_TIER=fast $(BIN)/python -m pytest -q -n 2 -m "not spark and not slow"
 
 bench: setup
 	$(BIN)/python benchmarks/bench_core.py
