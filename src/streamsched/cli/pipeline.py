@@ -370,9 +370,12 @@ def collect_log(
 
 def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[float], as_json: bool) -> None:
     """Poll the collector ``make_collector()`` builds; every chunk and counter reset on stderr."""
+    from streamsched.engines.rest_client import Deadline
+
     if not (math.isfinite(interval) and interval > 0):
         raise InputError(f"--interval: {interval!r}; must be a finite number of seconds > 0")
-    collector = make_collector()
+    deadline = Deadline(timeout)  # every request ends by then too
+    collector = make_collector(deadline)
 
     def report(side, chunk_line: bool = True) -> None:
         if chunk_line:
@@ -414,7 +417,8 @@ def collect_storm_ui(
     resets (a restarted worker) counted from zero and reported; a restart continues from OUT."""
     from streamsched.pipeline.collect_rest import StormUICollector
 
-    _follow_rest(lambda: StormUICollector(url, topology_id, out, http_timeout), interval, once, timeout, as_json)
+    _follow_rest(lambda deadline: StormUICollector(url, topology_id, out, http_timeout, deadline=deadline),
+                 interval, once, timeout, as_json)
 
 
 @collect_app.command("flink")
@@ -434,4 +438,5 @@ def collect_flink(
     a restart continues from OUT."""
     from streamsched.pipeline.collect_rest import FlinkCollector
 
-    _follow_rest(lambda: FlinkCollector(url, out, job_id, http_timeout), interval, once, timeout, as_json)
+    _follow_rest(lambda deadline: FlinkCollector(url, out, job_id, http_timeout, deadline=deadline),
+                 interval, once, timeout, as_json)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsched.errors import InputError
+from streamsched.model.paths import safe_name
 from streamsched.pipeline.native_reader import fields_of
 
 READ_BYTES = 64 << 20
@@ -49,7 +50,7 @@ class LogCollector:
             raise InputError(f"{source}: say --kind traffic or --kind load (the name starts with neither)")
         self.kind = kind
         self.header = ",".join(fields_of(kind))
-        stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in self.source.name.split(".")[0])
+        stem = safe_name(self.source.name.split(".")[0])
         self.stem = stem if stem.startswith(kind) else f"{kind}-{stem}"
         self.out.mkdir(parents=True, exist_ok=True)
         self.state_file = self.out / f".collect-{self.stem}.json"

@@ -32,6 +32,7 @@ from typing import Any
 
 from streamsched.errors import InputError
 from streamsched.model.graph_files import read_graph, write_graph
+from streamsched.model.paths import safe_name
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import TASKS, check_unit
 
@@ -39,12 +40,6 @@ FORMAT = "streamsched.snapshot/1"
 MANIFEST = "manifest.json"
 _SNAPSHOT_NAME = re.compile(r"^(\d{6})-\d{8}T\d{6}Z$")
 _STALE_TMP_S = 3600.0
-
-
-def safe_name(name: str) -> str:
-    """A topology name usable as one file-name component without dots (the core reader splits
-    file names at the first dot)."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "topology"
 
 
 def snapshot_root(store: str | Path, topology: str) -> Path:

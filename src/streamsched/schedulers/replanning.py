@@ -41,6 +41,7 @@ import numpy as np
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
+from streamsched.model.paths import safe_name
 from streamsched.model.placement import NO_WORKER, Placement, remaining_capacity
 from streamsched.model.taskgraph import TaskGraph
 
@@ -350,7 +351,7 @@ class Replanner:
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             number = len(self.decisions) + 1
-            while (path := self.out_dir / f"{graph.name}-{number:05d}.placement.json").exists():
+            while (path := self.out_dir / f"{safe_name(graph.name)}-{number:05d}.placement.json").exists():
                 number += 1  # an earlier run's assignment (a restarted loop): keep it
             placement.write(path, graph, self.cluster)
         decision = Decision(graph.name, trigger, True, why, before, after, gain, moved, snapshot,

@@ -1,0 +1,263 @@
+"""Issue 27 (reliability, second round): one named test per example of the issue, each against
+what a hostile server, a changing log or a busy machine does. Servers are local
+(tests/json_http.py) serving the recorded fixtures (tests/fixtures/storm_ui, flink/live-job)
+with one thing wrong."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import numpy as np
+import pytest
+from json_http import JsonServer
+
+from streamsched.cli import main
+from streamsched.engines.storm import ui_rest
+from streamsched.errors import InputError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+STORM = FIXTURES / "storm_ui" / "wordcount"
+TOPOLOGY_ID = "wordcount-3-1714557000"
+FLINK = FIXTURES / "flink" / "live-job"
+
+
+# ------------------------------------------------------------------------ servers
+def storm_answer(edit=lambda name, doc: doc, trickle: dict | None = None, flaky: dict | None = None):
+    """Storm UI's REST paths served from the fixture; ``edit(file name, doc)`` changes an answer,
+    ``trickle[file name]`` sends that page a byte every so many seconds, ``flaky[file name]``
+    answers that page with that many failures (HTTP 503 or a closed connection) first."""
+    trickle, flaky = trickle or {}, flaky or {}
+
+    def answer(parts, query):
+        name = None
+        if parts[:4] == ["api", "v1", "supervisor", "summary"]:
+            name = "supervisors.json"
+        elif parts[:3] == ["api", "v1", "topology"] and len(parts) == 4:
+            name = "topology.json"
+        elif parts[:3] == ["api", "v1", "topology"] and len(parts) == 6 and parts[4] == "component":
+            name = ui_rest.component_file(parts[5])
+        if name is None or not (STORM / name).exists():
+            return 404, b'{"error": "not found"}'
+        if flaky.get(name):
+            flaky[name] -= 1
+            return (503, b'{"error": "busy"}') if flaky[name] % 2 else (None, b"")
+        window = parse_qs(query).get("window", ["600"])[0]
+        doc = json.loads((STORM / name).read_text())
+        if "window" in doc:
+            doc["window"] = window
+        body = json.dumps(edit(name, doc)).encode()
+        return (200, body, trickle[name]) if name in trickle else (200, body)
+
+    return answer
+
+
+@pytest.fixture()
+def serve():
+    servers = []
+
+    def start(answer) -> str:
+        servers.append(JsonServer(answer))
+        return servers[-1].url
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def run(args) -> tuple[int, float]:
+    began = time.monotonic()
+    code = main(args)
+    return code, time.monotonic() - began
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:"), err
+    return err[0]
+
+
+# ------------------------------------------------------------------ no overall deadline (hang)
+def test_read_engine_storm_ui_trickling_page_ends_by_timeout(serve, tmp_path, capsys):
+    url = serve(storm_answer(trickle={"component-split.json": 1.0}))
+    code, took = run(["read-engine", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID,
+                      "--out", str(tmp_path / "o" / "r"), "--timeout", "3"])
+    assert code == 2 and took < 15
+    assert "no complete answer within --timeout 3 s" in one_error_line(capsys)
+    assert not (tmp_path / "o" / "r").exists()
+
+
+def test_collect_storm_ui_trickling_page_ends_by_timeout(serve, tmp_path, capsys):
+    url = serve(storm_answer(trickle={"component-count.json": 1.0}))
+    code, took = run(["collect", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID,
+                      "--out", str(tmp_path / "chunks"), "--interval", "1", "--timeout", "4"])
+    assert code == 2 and took < 15
+    assert "within --timeout 4 s" in one_error_line(capsys)
+
+
+def _flink_answer(job_id_shown: str | None = None, config_interval: str | None = None,
+                  other_job: str | None = None):
+    """The live-job capture's snapshot 0 then 1 (so the counters move at the second poll) at
+    the JobManager's REST paths; ``job_id_shown`` is what /jobs/overview calls the job,
+    ``config_interval`` the metric fetch interval /jobmanager/config gives, ``other_job`` the
+    jid /jobs/:jid answers with."""
+    manifest = json.loads((FLINK / "capture.json").read_text())
+    real = manifest["job_id"]
+    shown = job_id_shown or real
+    snapshots = [FLINK / e["dir"] for e in manifest["snapshots"]]
+    polls = {"n": 0}
+
+    def answer(parts, query):
+        path = "/".join(parts).replace(shown, real) if shown != real else "/".join(parts)
+        if path == "jobs/overview":
+            job = json.loads((snapshots[0] / "jobs" / f"{real}.json").read_text())
+            return 200, json.dumps({"jobs": [{"jid": shown, "name": job["name"], "state": "RUNNING"}]}).encode()
+        if path == "jobmanager/config":
+            if config_interval is None:
+                return 404, b'{"errors": ["not found"]}'
+            return 200, json.dumps([{"key": "metrics.fetcher.update-interval", "value": config_interval}]).encode()
+        snap = snapshots[0]
+        if path == f"jobs/{real}":
+            polls["n"] += 1
+            snap = snapshots[0] if polls["n"] == 1 or config_interval else snapshots[1]
+        elif polls["n"] > 1 and not config_interval:
+            snap = snapshots[1]
+        file = snap / f"{path}.json"
+        if not file.exists():
+            return 404, b'{"errors": ["not found"]}'
+        doc = json.loads(file.read_text())
+        if path == f"jobs/{real}":
+            doc["jid"] = other_job or shown
+        return 200, json.dumps(doc).encode()
+
+    return answer
+
+
+def test_read_engine_flink_day_long_fetch_interval_ends_by_timeout(serve, tmp_path, capsys):
+    url = serve(_flink_answer(config_interval="86400000"))
+    code, took = run(["read-engine", "flink", "--url", url, "--window", "0", "--timeout", "3",
+                      "--out", str(tmp_path / "o" / "r")])
+    assert code == 2 and took < 15
+    line = one_error_line(capsys)
+    assert "did not move within --timeout 3 s" in line and "update-interval 86400 s" in line
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_http_5xx_and_resets_are_retried(serve, tmp_path, capsys):
+    url = serve(storm_answer(flaky={"component-split.json": 3, "topology.json": 1}))
+    out = tmp_path / "r"
+    assert main(["read-engine", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID, "--out", str(out)]) == 0
+    assert (out / "graph.json").exists()
+    capsys.readouterr()
+    url = serve(storm_answer(flaky={"component-split.json": 9}))
+    assert main(["read-engine", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID,
+                 "--out", str(tmp_path / "s")]) == 2
+    assert "4 tries" in one_error_line(capsys)
+
+
+# --------------------------------------------------------------- the wrong topology or job
+def test_read_engine_storm_ui_refuses_answer_for_another_topology(serve, tmp_path, capsys):
+    other = "other-7-1714550000"
+
+    def rename(name, doc):
+        if name == "topology.json":
+            doc["id"] = other
+        elif "topologyId" in doc:
+            doc["topologyId"] = other
+        return doc
+
+    url = serve(storm_answer(rename))
+    assert main(["read-engine", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID,
+                 "--out", str(tmp_path / "r")]) == 2
+    line = one_error_line(capsys)
+    assert other in line and TOPOLOGY_ID in line and "not the one asked for" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_read_engine_flink_refuses_answer_for_another_job(serve, tmp_path, capsys):
+    url = serve(_flink_answer(other_job="0" * 32))
+    assert main(["read-engine", "flink", "--url", url, "--window", "0", "--timeout", "20",
+                 "--out", str(tmp_path / "r")]) == 2
+    assert "not the job asked for" in one_error_line(capsys)
+
+
+# ------------------------------------------------------------- ids that are paths
+def test_read_engine_flink_job_id_with_dot_dot_writes_nothing_outside(serve, tmp_path, capsys):
+    url = serve(_flink_answer(job_id_shown="../../../x"))
+    work = tmp_path / "a" / "b" / "c"
+    out = work / "o" / "r"
+    assert main(["read-engine", "flink", "--url", url, "--window", "0", "--timeout", "20", "--out", str(out)]) == 2
+    assert "'..'" in one_error_line(capsys)
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert all(p.startswith("a/b/c/o") for p in written if p.count("/") >= 3), written
+    assert not out.exists() and not list(tmp_path.rglob("x.json"))
+
+
+def test_watch_assignment_file_name_is_cleaned():
+    from streamsched.model.paths import inside, safe_name
+
+    assert safe_name("wordcount") == "wordcount"
+    for hostile in ("../../x", "a/b", "..", "", "x" * 300, "a.b", "a\x00b"):
+        cleaned = safe_name(hostile)
+        assert "/" not in cleaned and "." not in cleaned and 0 < len(cleaned) <= 100
+    assert safe_name("a/b") != safe_name("a_b")  # cleaned names stay apart
+    with pytest.raises(InputError, match=r"'\.\.'"):
+        inside("/tmp", "jobs/../x.json", "answer")
+
+
+def test_watch_replanner_writes_assignment_under_its_directory(tmp_path):
+    from streamsched.model import Cluster, TaskGraph
+    from streamsched.model.cluster import Node
+    from streamsched.schedulers import get_scheduler
+    from streamsched.schedulers.replanning import Replanner
+
+    graph = TaskGraph.build("../../../escaped", ["a", "b"], [0, 1], [1.0, 1.0], [0], [1], [5.0])
+    cluster = Cluster("c", (Node("n1", 4.0), Node("n2", 4.0)))
+    out = tmp_path / "store" / "assignments"
+    planner = Replanner(get_scheduler("ols"), cluster, {}, 1, out)
+    planner.on_graph(graph)
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert written and all(out in p.parents for p in written), written
+
+
+# ------------------------------------------------------- raw answers saved before checks
+@pytest.mark.parametrize("value", [float("nan"), -1.0, 1e308])
+def test_read_engine_storm_ui_bad_number_leaves_no_partial_output(serve, tmp_path, capsys, value):
+    def poison(name, doc):
+        if name == "component-split.json":
+            doc["executorStats"][0]["executed"] = value
+        return doc
+
+    url = serve(storm_answer(poison))
+    out = tmp_path / "o" / "r"
+    assert main(["read-engine", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID, "--out", str(out)]) == 2
+    one_error_line(capsys)
+    assert not out.exists() and list((tmp_path / "o").iterdir()) == []
+
+
+def test_huge_load_error_names_task_and_field():
+    from streamsched.model import TaskGraph
+
+    with pytest.raises(InputError, match=r"task 17 \(b\): load is 5\.83e\+301"):
+        TaskGraph.build("g", ["a", "b"], [0, 1], [1.0, 5.83e301], [0], [1], [1.0], task_ids=[3, 17])
+    with pytest.raises(InputError, match=r"pair task 3 -> task 17: rate is inf"):
+        TaskGraph.build("g", ["a", "b"], [0, 1], [1.0, 1.0], [0], [1], [math.inf], task_ids=[3, 17])
+
+
+# --------------------------------------------------------------------- numbers overflow
+def test_export_heron_huge_memory_is_refused(tmp_path, capsys):
+    from streamsched.engines.heron import heron_packing_plan
+    from streamsched.model import Cluster, Placement, TaskGraph
+    from streamsched.model.cluster import Node
+
+    graph = TaskGraph.build("g", ["a", "b"], [0, 1], [1.0, 1.0], [0], [1], [1.0], memory_mb=[1e13, 128.0])
+    cluster = Cluster("c", (Node("n1", 4.0), Node("n2", 4.0)))
+    placement = Placement.build([0, 1], [0, 0])
+    with pytest.raises(InputError, match=r"task 0 \(a\): memory_mb 1e\+13 .*above Heron's int64"):
+        heron_packing_plan(graph, cluster, placement)
+    plan = heron_packing_plan(TaskGraph.build("g", ["a", "b"], [0, 1], [1.0, 1.0], [0], [1], [1.0],
+                                              memory_mb=[8e12, 128.0]), cluster, placement)
+    assert int(plan["containerPlans"][0]["instancePlans"][0]["resource"]["ram"]) == round(8e12 * 2**20)
