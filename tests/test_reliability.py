@@ -261,3 +261,29 @@ def test_export_heron_huge_memory_is_refused(tmp_path, capsys):
     plan = heron_packing_plan(TaskGraph.build("g", ["a", "b"], [0, 1], [1.0, 1.0], [0], [1], [1.0],
                                               memory_mb=[8e12, 128.0]), cluster, placement)
     assert int(plan["containerPlans"][0]["instancePlans"][0]["resource"]["ram"]) == round(8e12 * 2**20)
+
+
+# ------------------------------------------------------- results that depend on the load
+def test_i_scheduler_same_placement_when_the_clock_races(monkeypatch):
+    """A busy machine seen from the search: every clock reading 0.5 s after the last. theta is
+    a work budget, so the placement is the one of a quiet run (the best known cost, 8, on
+    linear-10/homogeneous-10 and 4 on linear-12/heterogeneous-10, issue 27)."""
+    from streamsched import workloads
+    from streamsched.schedulers import get_scheduler
+
+    cases = [("linear-10", "homogeneous-10", 8.0), ("linear-12", "heterogeneous-10", 4.0)]
+    quiet = {}
+    for w, c, best in cases:
+        p = get_scheduler("i-scheduler", theta=1.0).schedule(workloads.workload(w), workloads.cluster(c), seed=1)
+        assert p.metadata["cost"] == best
+        quiet[w] = p.node_of.tolist()
+    now = [time.perf_counter()]
+
+    def racing() -> float:
+        now[0] += 0.5
+        return now[0]
+
+    monkeypatch.setattr(time, "perf_counter", racing)
+    for w, c, best in cases:
+        p = get_scheduler("i-scheduler", theta=1.0).schedule(workloads.workload(w), workloads.cluster(c), seed=1)
+        assert p.node_of.tolist() == quiet[w] and p.metadata["cost"] == best

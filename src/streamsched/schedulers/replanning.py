@@ -44,6 +44,7 @@ from streamsched.model.cluster import Cluster
 from streamsched.model.paths import safe_name
 from streamsched.model.placement import NO_WORKER, Placement, remaining_capacity
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.schedulers.limits import NO_WALL_LIMIT_S
 
 #: Aniello et al.'s ``traffic.improvement`` as Fischer and Bernstein set it, in percent.
 DEFAULT_THRESHOLD_PCT = 1.0
@@ -63,7 +64,7 @@ def should_reschedule(graph: TaskGraph, current: Placement, proposed: Placement,
 #: Passes of traffic-gaining moves after a best-fit-decreasing packing (each pass visits every
 #: moved task once; a pass without a move ends the search earlier).
 IMPROVEMENT_PASSES = 20
-#: Seconds the exact feasibility search of :func:`repair` step 4 may take.
+#: Work budget (CP-SAT deterministic seconds) of the exact feasibility search of :func:`repair` step 4.
 FEASIBILITY_SECONDS = 10.0
 
 
@@ -121,14 +122,15 @@ def _any_fitting_placement(graph: TaskGraph, cluster: Cluster, capacity: np.ndar
     from streamsched.solvers import solve_placement
 
     none = np.zeros(0, np.int64)
-    found = solve_placement(graph.load, none, none, np.zeros(0), capacity, time_limit=FEASIBILITY_SECONDS)
+    found = solve_placement(graph.load, none, none, np.zeros(0), capacity, time_limit=NO_WALL_LIMIT_S,
+                            work_limit=FEASIBILITY_SECONDS)
     what = (f"graph {graph.name!r} (load {graph.total_load:g}, largest task {graph.load.max():g}) on "
             f"{cluster.name!r} (capacity {cluster.total_capacity:g})")
     if found.status == "infeasible":
         raise InfeasibleError(f"no placement of {what} exists (proven by the exact bin-packing model)")
     if found.status not in ("optimal", "feasible"):
         raise InfeasibleError(f"no placement of {what} was found: best and first fit decreasing failed and the "
-                              f"exact bin-packing search found none in {FEASIBILITY_SECONDS:g} s (not a proof)")
+                              f"exact bin-packing search found none in {FEASIBILITY_SECONDS:g} deterministic s (not a proof)")
     return np.asarray(found.assignment, np.int64)
 
 
