@@ -287,3 +287,103 @@ def test_i_scheduler_same_placement_when_the_clock_races(monkeypatch):
     for w, c, best in cases:
         p = get_scheduler("i-scheduler", theta=1.0).schedule(workloads.workload(w), workloads.cluster(c), seed=1)
         assert p.node_of.tolist() == quiet[w] and p.metadata["cost"] == best
+
+
+# ------------------------------------------------------ collector state read without checks
+def test_collect_storm_ui_truncated_state_file_is_one_line(serve, tmp_path, capsys):
+    url = serve(storm_answer())
+    out = tmp_path / "chunks"
+    args = ["collect", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID, "--out", str(out), "--once"]
+    assert main(args) == 0
+    state = out / f".collect-storm-{TOPOLOGY_ID}.json"
+    state.write_text(state.read_text()[:40])
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "corrupt collector state" in one_error_line(capsys)
+
+
+def test_collect_log_truncated_state_file_is_rebuilt(tmp_path, capsys):
+    log = tmp_path / "traffic.log"
+    log.write_text("".join(f"{k},t,1,2,{k},0\n" for k in range(5)))
+    out = tmp_path / "chunks"
+    assert main(["collect", "log", str(log), "--out", str(out), "--once"]) == 0
+    state = out / ".collect-traffic.json"
+    state.write_text(state.read_text()[:25])
+    with open(log, "a") as handle:
+        handle.write("5,t,1,2,5,0\n")
+    capsys.readouterr()
+    assert main(["collect", "log", str(log), "--out", str(out), "--once"]) == 0
+    assert "corrupt collector state" in capsys.readouterr().err
+    rows = [r for c in sorted(out.glob("traffic-*.csv")) for r in c.read_text().splitlines()[1:]]
+    assert rows == [f"{k},t,1,2,{k},0" for k in range(6)]
+
+
+# ------------------------------------------------------------- collect log loses or repeats rows
+def _rows(out: Path) -> list[str]:
+    return [r for c in sorted(out.glob("traffic-*.csv")) for r in c.read_text().splitlines()[1:]]
+
+
+def test_collect_log_truncated_and_rewritten_longer_loses_nothing(tmp_path):
+    from streamsched.pipeline.collect import LogCollector
+
+    log, out = tmp_path / "traffic.log", tmp_path / "chunks"
+    log.write_text("".join(f"{k},t,1,2,{k},0\n" for k in range(3)))
+    collector = LogCollector(log, out)
+    collector.poll()
+    with open(log, "r+") as handle:  # truncated in place, then written longer than before
+        handle.truncate(0)
+        handle.write("".join(f"{k},t,1,2,{k},0\n" for k in range(100, 110)))
+    collector.poll()
+    assert _rows(out) == [f"{k},t,1,2,{k},0" for k in (0, 1, 2, *range(100, 110))]
+
+
+def test_collect_log_over_long_line_is_quarantined_not_looped_on(tmp_path):
+    from streamsched.pipeline.collect import LogCollector
+
+    log, out = tmp_path / "traffic.log", tmp_path / "chunks"
+    log.write_text("1,t,1,2,1,0\n" + "2,t,1,2," + "9" * 5000 + ",0\n" + "3,t,1,2,3,0\n")
+    LogCollector(log, out, max_line=1024).poll()
+    assert _rows(out) == ["1,t,1,2,1,0", "3,t,1,2,3,0"]
+    (record,) = [json.loads(x) for x in (out / "quarantine" / "traffic.jsonl").read_text().splitlines()]
+    assert record["line"] == 2 and record["bytes"] == [12, 12 + 5011]
+
+
+def test_collect_log_same_name_in_two_directories_is_refused(tmp_path):
+    from streamsched.pipeline.collect import LogCollector
+
+    out = tmp_path / "chunks"
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "traffic.log").write_text("1,t,1,2,1,0\n")
+    LogCollector(tmp_path / "a" / "traffic.log", out).poll()
+    with pytest.raises(InputError, match="two logs of the same name"):
+        LogCollector(tmp_path / "b" / "traffic.log", out)
+    assert _rows(out) == ["1,t,1,2,1,0"]
+
+
+def test_collect_log_named_pipe_is_refused_without_blocking(tmp_path):
+    import os
+    import threading
+
+    from streamsched.pipeline.collect import LogCollector
+
+    fifo = tmp_path / "traffic.log"
+    os.mkfifo(fifo)
+    outcome = []
+
+    def attempt():
+        try:
+            LogCollector(fifo, tmp_path / "chunks").poll()
+            outcome.append("read")
+        except InputError as exc:
+            outcome.append(str(exc))
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # unblock the open() of the old code
+        with open(fifo, "w"):
+            pass
+        thread.join(5)
+        pytest.fail("collect log blocked on a named pipe")
+    assert outcome and "not a regular file" in outcome[0]

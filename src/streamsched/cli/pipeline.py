@@ -350,14 +350,22 @@ def collect_log(
     poll: float = typer.Option(1.0, "--poll", help="seconds between looks"),
     once: bool = typer.Option(False, "--once", help="take what is complete now, then stop"),
     timeout: Optional[float] = TimeoutOpt,
+    max_line: int = typer.Option(1 << 20, "--max-line", help="longest line, bytes; a longer one is quarantined"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Follow FILE across rotation (tail -F): complete lines into chunks <kind>-<name>-<seq>.csv,
     each with a sidecar .<chunk>.json (source, inode, byte and line range); a restart continues
-    from the offsets kept in OUT."""
+    from the offsets kept in OUT. A truncated or rewritten log is read again from its start, a
+    line longer than --max-line goes to OUT/quarantine/ (each said on stderr)."""
     from streamsched.pipeline.collect import LogCollector
 
-    collector = LogCollector(file, out, kind)
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise InputError(f"--timeout: {timeout!r}; must be a positive number of seconds")
+    if not (math.isfinite(poll) and poll > 0):
+        raise InputError(f"--poll: {poll!r}; must be a positive number of seconds")
+    collector = LogCollector(file, out, kind, max_line,
+                             warn=lambda message: err_console.print(f"warning: {message}", highlight=False,
+                                                                    markup=False, soft_wrap=True))
     if once:
         taken = collector.poll()
         emit({"lines": taken, **collector.state}, as_json, log_collected_lines(taken, collector.state))

@@ -96,7 +96,31 @@ class RestCollector:
             self.state = json.loads(self.state_file.read_text())
         except FileNotFoundError:
             self.state = {"source": self.source, "url": url, "seq": 1, "previous": None, "pending": []}
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"{self.state_file}: corrupt collector state (not JSON: {exc}); remove it to start "
+                             f"again (the counts since the last chunk are then not collected)") from None
+        self._check_state()
         self._write_pending()
+
+    def _check_state(self) -> None:
+        """The state must be this kind of collector's and of the shape :meth:`poll` writes."""
+        state, where = self.state, f"{self.state_file}: corrupt collector state"
+        if not isinstance(state, dict):
+            raise InputError(f"{where} (not an object); remove it to start again")
+        seq = state.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise InputError(f"{where} (seq: {seq!r}); remove it to start again")
+        if not isinstance(state.get("pending"), list) or not all(
+                isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("text"), str)
+                and isinstance(c.get("sidecar"), dict) for c in state["pending"]):
+            raise InputError(f"{where} (pending chunks); remove it to start again")
+        previous = state.get("previous")
+        if previous is not None and not (isinstance(previous, dict) and isinstance(previous.get("documents"), dict)
+                                         and isinstance(previous.get("time"), (int, float))):
+            raise InputError(f"{where} (previous reading); remove it to start again")
+        if state.get("source") != self.source:
+            raise InputError(f"{self.state_file}: the state of a {state.get('source')!r} collector, not of "
+                             f"{self.source!r}: collect each into its own --out")
 
     # ------------------------------------------------------------------ engine
     def read(self) -> dict[str, Any]:
