@@ -387,3 +387,19 @@ def test_collect_log_named_pipe_is_refused_without_blocking(tmp_path):
         thread.join(5)
         pytest.fail("collect log blocked on a named pipe")
     assert outcome and "not a regular file" in outcome[0]
+
+
+# -------------------------------------------------- export ignores options meant for another format
+@pytest.mark.parametrize("argv, option", [
+    (["--format", "heron", "--image", "reg/x:1", "--kind", "statefulset", "--per", "task"], "--per"),
+    (["--format", "heron", "--image", "reg/x:1"], "--image"),
+    (["--format", "heron", "--kind", "statefulset"], "--kind"),
+    (["--format", "kubernetes", "--topology-id", "ID"], "--topology-id"),
+    (["--format", "storm", "--cpu-per-load", "2"], "--cpu-per-load"),
+])
+def test_export_option_for_another_format_is_refused(tmp_path, capsys, argv, option):
+    placement = tmp_path / "p.json"
+    assert main(["schedule", "-w", "linear-10", "-c", "homogeneous-10", "-o", str(placement)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(placement), "-w", "linear-10", "-c", "homogeneous-10", *argv]) == 2
+    assert f"{option}: only for --format" in one_error_line(capsys)

@@ -234,6 +234,14 @@ def _resume(planner) -> None:
             err_console.print(f"resumed {topology!r} from {path}", highlight=False)
 
 
+#: The formats each ``export`` option applies to (another format refuses it).
+EXPORT_OPTION_FORMATS = {
+    "--per": ("kubernetes",), "--image": ("kubernetes",), "--kind": ("kubernetes",), "--yaml": ("kubernetes",),
+    "--cpu-per-load": ("heron", "kubernetes"), "--topology-id": ("storm", "heron"),
+    "--storm-ui-dir": ("storm",), "--supervisor": ("storm",), "--ackers": ("storm",), "--executors": ("storm",),
+}
+
+
 @app.command()
 def export(
     placement: Path = typer.Argument(..., help="placement JSON"),
@@ -242,10 +250,10 @@ def export(
     snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="a snapshot directory as the graph"),
     cluster: str = ClusterOpt,
     fmt: str = typer.Option(..., "--format", help="storm, heron or kubernetes"),
-    per: str = typer.Option("worker", "--per", help="kubernetes: one Deployment per worker or per task"),
+    per: Optional[str] = typer.Option(None, "--per", help="kubernetes: one Deployment per worker (default) or per task"),
     image: Optional[str] = typer.Option(
         None, "--image", help="kubernetes: the worker container image (default: a placeholder, streamsched/worker:latest)"),
-    kind: str = typer.Option("deployment", "--kind", help="kubernetes: deployment or statefulset"),
+    kind: Optional[str] = typer.Option(None, "--kind", help="kubernetes: deployment (default) or statefulset"),
     as_yaml: bool = typer.Option(False, "--yaml", help="kubernetes: multi-document YAML instead of a JSON List"),
     cpu_per_load: Optional[float] = typer.Option(
         None, "--cpu-per-load", help="heron, kubernetes: cores per unit of a graph's load in tasks (heron default 1)"),
@@ -262,9 +270,19 @@ def export(
 ) -> None:
     """Turn a placement into what an engine applies (Storm slots, Heron packing plan, Kubernetes
     Deployments pinned by node affinity; docs/engines.md)."""
-    from streamsched.engines.exports import export as export_placement
+    from streamsched.engines.exports import FORMATS, export as export_placement
     from streamsched.pipeline.store import load_snapshot
 
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
+    options = {"--per": per, "--image": image, "--kind": kind, "--yaml": as_yaml or None,
+               "--cpu-per-load": cpu_per_load, "--topology-id": topology_id, "--storm-ui-dir": storm_ui_dir,
+               "--supervisor": supervisor or None, "--ackers": ackers, "--executors": executors or None}
+    for option, value in options.items():
+        if value is not None and fmt not in EXPORT_OPTION_FORMATS[option]:
+            raise InputError(f"{option}: only for --format {' or '.join(EXPORT_OPTION_FORMATS[option])}, "
+                             f"not {fmt}")
+    per, kind = per or "worker", kind or "deployment"
     check_output_file(out)
 
     if snapshot is not None:
@@ -277,16 +295,12 @@ def export(
     kinds = {"deployment": "Deployment", "statefulset": "StatefulSet"}
     if kind.lower() not in kinds:
         raise InputError(f"--kind: {kind!r} is not one of {', '.join(kinds)}")
-    if as_yaml and fmt != "kubernetes":
-        raise InputError("--yaml: only for --format kubernetes")
     given = lambda **options: {k: v for k, v in options.items() if v is not None}  # noqa: E731
     storm = None
     if fmt == "storm":
         from streamsched.cli.engines import storm_export_options
 
         storm = storm_export_options(storm_ui_dir, topology_id, supervisor, ackers, executors)
-    elif storm_ui_dir is not None or supervisor or ackers is not None or executors:
-        raise InputError("--storm-ui-dir, --supervisor, --ackers, --executors: only for --format storm")
     document = export_placement(
         fmt, task_graph, nodes, read_placement(placement, task_graph, nodes), per=per, storm=storm,
         heron=given(cpu_per_load=cpu_per_load, topology_id=topology_id),
