@@ -403,3 +403,84 @@ def test_export_option_for_another_format_is_refused(tmp_path, capsys, argv, opt
     capsys.readouterr()
     assert main(["export", str(placement), "-w", "linear-10", "-c", "homogeneous-10", *argv]) == 2
     assert f"{option}: only for --format" in one_error_line(capsys)
+
+
+# ---------------------------------------------------- every parameter checked before any work
+def test_scheduler_parameters_are_checked_when_the_scheduler_is_made():
+    from streamsched.errors import ParameterError
+    from streamsched.schedulers import get_scheduler
+
+    with pytest.raises(ParameterError, match=r"optimal\.params\.time_limit: -1\.0 not in valid range"):
+        get_scheduler("optimal", time_limit="-1")
+    with pytest.raises(ParameterError, match=r"optimal\.params\.time_limit: 1e\+308 not in valid range"):
+        get_scheduler("optimal", time_limit="1e308")
+
+
+def test_schedule_optimal_time_limit_1e308_is_one_line(capsys):
+    assert main(["schedule", "-w", "linear-10", "-c", "homogeneous-10", "-s", "optimal", "-p", "time_limit=1e308"]) == 2
+    assert "time_limit" in one_error_line(capsys)
+
+
+def test_watch_time_limit_minus_one_is_refused_before_spark(tmp_path, capsys, monkeypatch):
+    import streamsched.cli.pipeline as cli_pipeline
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark started before the parameters were checked")
+
+    monkeypatch.setattr(cli_pipeline, "_spark", no_spark)
+    (tmp_path / "in").mkdir()
+    assert main(["watch", str(tmp_path / "in"), "--store", str(tmp_path / "store"), "-c", "homogeneous-10",
+                 "-s", "optimal", "-p", "time_limit=-1", "--once"]) == 2
+    assert "time_limit" in one_error_line(capsys)
+
+
+# ------------------------------------------------------ Spark failures surface as Java traces
+def test_watch_store_on_a_read_only_mount_is_one_line_before_spark(tmp_path, capsys, monkeypatch):
+    import streamsched.cli.pipeline as cli_pipeline
+
+    monkeypatch.setattr(cli_pipeline, "_spark", lambda master: pytest.fail("Spark started"))
+    (tmp_path / "in").mkdir()
+    assert main(["watch", str(tmp_path / "in"), "--store", "/proc/streamsched-store", "-c", "homogeneous-10",
+                 "--once"]) == 2
+    assert "--store /proc/streamsched-store: cannot write there" in one_error_line(capsys)
+
+
+def _java_failure(module: str, text: str) -> Exception:
+    cls = type("Py4JJavaError", (Exception,), {"__module__": module})
+    return cls(text)
+
+
+JAVA_TRACE = """An error occurred while calling o123.save.
+: org.apache.spark.SparkException: Job aborted.
+\tat org.apache.spark.sql.execution.datasources.FileFormatWriter$.write(FileFormatWriter.scala:251)
+""" + "\tat some.Frame.call(Frame.java:1)\n" * 150 + """Caused by: java.io.IOException: Mkdirs failed to create file:/ro/store/snapshots/t/.tmp-1 (exists=false, cwd=file:/work)
+\tat org.apache.hadoop.fs.ChecksumFileSystem.create(ChecksumFileSystem.java:515)
+"""
+
+
+def test_spark_failures_are_one_line_naming_the_cause(monkeypatch, capsys):
+    from streamsched.pipeline.spark_errors import describe, is_spark_failure
+
+    exc = _java_failure("py4j.protocol", JAVA_TRACE)
+    assert is_spark_failure(exc) and not is_spark_failure(ValueError("x"))
+    line, code = describe(exc)
+    assert code == 2 and "\n" not in line
+    assert line.startswith("Spark failed: IOException: Mkdirs failed to create file:/ro/store/snapshots/t/.tmp-1")
+    assert "cannot write there" in line
+    query = _java_failure("pyspark.errors.exceptions.captured", "[STREAM_FAILED] Query [id = 1] terminated with "
+                          "exception: An exception was raised by the Python Proxy. Return Message: Traceback ...\n"
+                          "streamsched.errors.InfeasibleError: graph 't' (load 40) does not fit cluster 'c' (capacity 4)\n"
+                          + "\tat java.lang.Thread.run(Thread.java:1)\n" * 1000
+                          + "Caused by: java.lang.StackOverflowError\n")
+    assert describe(query) == ("graph 't' (load 40) does not fit cluster 'c' (capacity 4)", 3)
+    # through the CLI: one line, the trace only with --verbose
+    from streamsched.cli import core as cli_core
+
+    def failing(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(cli_core, "run_schedulers", failing)
+    assert main(["compare", "-w", "linear-10", "-c", "homogeneous-10", "--schedulers", "even"]) == 2
+    assert "IOException: Mkdirs failed" in one_error_line(capsys)
+    assert main(["--verbose", "compare", "-w", "linear-10", "-c", "homogeneous-10", "--schedulers", "even"]) == 2
+    assert "Frame.java" in capsys.readouterr().err

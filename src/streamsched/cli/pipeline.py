@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -29,6 +30,17 @@ ChunksOutOpt = typer.Option(..., "--out", "-o", help="directory watch reads (chu
 IntervalOpt = typer.Option(60.0, "--interval", help="seconds between readings")
 ReadingOnceOpt = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop")
 TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds")
+
+
+def check_writable(directory: Path, option: str) -> None:
+    """``directory`` can be made and written (checked before Spark starts: its failure to
+    write is a Java trace)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"{option} {directory}: cannot write there ({exc.strerror or exc})") from None
 
 
 def _spark(master: str):
@@ -195,6 +207,8 @@ def watch(
         raise InputError(f"--load-unit: {load_unit!r}, but cluster {planner.cluster.name!r} has capacities in "
                          f"{planner.cluster.capacity_unit!r}")
     _resume(planner)
+    check_writable(store, "--store")
+    check_writable(out or store / "assignments", "--out")
     spark = _spark(master)
     runner = Watch(spark, resolve_path(directory, master), resolve_path(store, master), planner, window_s=window,
                    lateness_s=lateness, cluster_file=cluster_file, options=Options(load_unit=load_unit))

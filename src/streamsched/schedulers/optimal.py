@@ -46,6 +46,7 @@ from streamsched.model.taskgraph import TaskGraph
 from streamsched.native_output import captured_native_output
 from streamsched.schedulers import register
 from streamsched.schedulers.base import Param, Scheduler, check_fits
+from streamsched.schedulers.limits import WORK_LIMIT_MAX
 from streamsched.solvers import BACKENDS, DEFAULT_MEMORY_LIMIT_MB, FORMULATIONS, solve_placement
 
 #: Share of ``time_limit`` the warm-start schedulers may use, and the ones tried first.
@@ -60,7 +61,8 @@ class OptimalScheduler(Scheduler):
     objective = "traffic"
     exact = True
     params = (
-        Param("time_limit", float, 10.0, "seconds (theta); the best placement found is returned", low=0.01),
+        Param("time_limit", float, 10.0, "seconds (theta); the best placement found is returned", low=0.01,
+              high=WORK_LIMIT_MAX),
         Param("backend", str, "cp-sat", "solver", choices=tuple(BACKENDS)),
         Param("workers", int, 1, "solver threads (1 keeps runs reproducible)", low=1, high=64),
         Param("formulation", str, "auto", "integer program", choices=FORMULATIONS),
