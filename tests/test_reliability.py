@@ -484,3 +484,20 @@ def test_spark_failures_are_one_line_naming_the_cause(monkeypatch, capsys):
     assert "IOException: Mkdirs failed" in one_error_line(capsys)
     assert main(["--verbose", "compare", "-w", "linear-10", "-c", "homogeneous-10", "--schedulers", "even"]) == 2
     assert "Frame.java" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- parsing before limits
+def test_yaml_topology_of_100000_operators_is_refused_and_nodes_bounded(tmp_path, capsys, monkeypatch):
+    import streamsched.io as sio
+
+    big = tmp_path / "big.yaml"
+    big.write_text("name: big\noperators:\n" + "".join(f"  - name: o{k}\n" for k in range(100_000)))
+    assert main(["schedule", "-g", str(big), "-c", "homogeneous-10", "-s", "even"]) == 2
+    assert "100,000 operators exceed the limit of 50,000" in one_error_line(capsys)
+    monkeypatch.setattr(sio, "MAX_YAML_NODES", 1000)
+    with pytest.raises(InputError, match=r"big\.yaml:\d+: more than 1,000 YAML nodes; refused before reading further"):
+        sio.read_document(big)
+    alias = tmp_path / "a.yaml"
+    alias.write_text("name: x\noperators:\n  - &o {name: a}\n  - *o\n")
+    with pytest.raises(InputError, match=r"a\.yaml:4: invalid YAML \(alias \*o refused"):
+        sio.read_document(alias)
