@@ -501,3 +501,37 @@ def test_yaml_topology_of_100000_operators_is_refused_and_nodes_bounded(tmp_path
     alias.write_text("name: x\noperators:\n  - &o {name: a}\n  - *o\n")
     with pytest.raises(InputError, match=r"a\.yaml:4: invalid YAML \(alias \*o refused"):
         sio.read_document(alias)
+
+
+# ------------------------------------------- Storm >= 2.3 cumulative counters: three reports
+def _metrics_line(ts: int, task: int, component: str, name: str, value) -> str:
+    """A line as LoggingMetricsConsumer writes it under Storm's log4j2 worker.xml pattern."""
+    return (f"2026-11-23 21:28:25,398 4440     {ts}\tnode1.example.com:6700\t{task:>3}:{component:<11}\t"
+            f"{(name + ' ' * 23)[:23]}\t{value}")
+
+
+def test_storm_v2_cumulative_counters_three_reports_count_three_intervals(tmp_path):
+    """Three reports 60 s apart of counters started with the executor (6670 tuples a report):
+    the 180 s they cover hold 20,010 tuples, 111.17/s (not 13,340 / 180 = 74.11/s). The
+    first report is counted from the counter's start (one 60 s report)."""
+    from streamsched.engines.storm.metrics_traffic import read_topology
+
+    path = tmp_path / "workers-artifacts" / "wc-1-1714560000" / "6700" / "worker.log.metrics"
+    path.parent.mkdir(parents=True)
+    lines = []
+    for k in (1, 2, 3):
+        ts = 1714560000 + 60 * k
+        lines += [_metrics_line(ts, 1, "spout", "__transfer-count-default", 6670 * k),
+                  _metrics_line(ts, 1, "spout", "__transfer-count-default.m1_rate", 111.1),
+                  _metrics_line(ts, 2, "split", "__execute-count-spout:default", 6670 * k),
+                  _metrics_line(ts, 2, "split", "__execute-count-spout:default.m1_rate", 111.1)]
+    path.write_text("".join(line + "\n" for line in lines))
+    _, estimate, _ = read_topology([(str(path), "storm-log")], "wc-1-1714560000", (1714560000.0, 1714560180.0), 60.0)
+    assert sum(v for _, s, d, v in estimate.traffic if (s, d) == (1, 2)) / 180 == pytest.approx(111.1666, rel=1e-4)
+    assert any("counted from the counter's start" in n for n in estimate.notes)
+    # a file that begins mid-run (the counter far above one report): the first report is the baseline
+    mid = [line.replace(f"\t{6670 * k}\n", f"\t{6670 * (k + 20)}\n") for k, line in
+           ((1 + i // 4, line + "\n") for i, line in enumerate(lines))]
+    path.write_text("".join(mid))
+    _, estimate, _ = read_topology([(str(path), "storm-log")], "wc-1-1714560000", (1714560000.0, 1714560180.0), 60.0)
+    assert sum(v for _, s, d, v in estimate.traffic if (s, d) == (1, 2)) == pytest.approx(2 * 6670)
