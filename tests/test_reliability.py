@@ -535,3 +535,23 @@ def test_storm_v2_cumulative_counters_three_reports_count_three_intervals(tmp_pa
     path.write_text("".join(mid))
     _, estimate, _ = read_topology([(str(path), "storm-log")], "wc-1-1714560000", (1714560000.0, 1714560180.0), 60.0)
     assert sum(v for _, s, d, v in estimate.traffic if (s, d) == (1, 2)) == pytest.approx(2 * 6670)
+
+
+# ------------------------------------------------------------- libraries where they serve
+def test_native_output_is_kept_off_the_descriptors_and_logged(capfd, caplog):
+    import ctypes
+    import logging
+    import os
+
+    from streamsched.native_output import captured_native_output
+
+    libc = ctypes.CDLL(None)
+    with caplog.at_level(logging.DEBUG, logger="streamsched.native"):
+        with captured_native_output("metis"):
+            libc.printf(b"C stdio, buffered\n")
+            os.write(2, b"straight to fd 2\n")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    (record,) = caplog.records
+    assert record.getMessage().startswith("metis: ") and "C stdio, buffered" in record.getMessage()
+    assert "straight to fd 2" in record.getMessage()
