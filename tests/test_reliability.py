@@ -555,3 +555,35 @@ def test_native_output_is_kept_off_the_descriptors_and_logged(capfd, caplog):
     (record,) = caplog.records
     assert record.getMessage().startswith("metis: ") and "C stdio, buffered" in record.getMessage()
     assert "straight to fd 2" in record.getMessage()
+
+
+# ------------------------------------------------ outputs moved into place only when complete
+def test_edge_simulate_failing_midway_leaves_no_partial_output(tmp_path, capsys, monkeypatch):
+    import streamsched.edge.figures as figures
+
+    def broken(results, out, title=""):
+        (out / "fig3.png").write_bytes(b"half")
+        raise InputError("figures failed")
+
+    monkeypatch.setattr(figures, "write_figures", broken)
+    out = tmp_path / "sim"
+    assert main(["edge", "simulate", "--setup", "small", "--strategy", "topset", "--intervals", "2",
+                 "--out", str(out)]) == 2
+    assert "figures failed" in one_error_line(capsys)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_staged_directory_replaces_entries_of_an_existing_directory(tmp_path):
+    from streamsched.model.paths import staged_directory
+
+    out = tmp_path / "out"
+    (out / "storm-ui").mkdir(parents=True)
+    (out / "storm-ui" / "old.json").write_text("{}")
+    (out / "mine.txt").write_text("kept")
+    with staged_directory(out) as stage:
+        (stage / "storm-ui").mkdir()
+        (stage / "storm-ui" / "topology.json").write_text("{}")
+        (stage / "graph.json").write_text("{}")
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "graph.json", "mine.txt", "storm-ui", "storm-ui/topology.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
