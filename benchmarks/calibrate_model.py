@@ -20,7 +20,7 @@ import sys
 import time
 
 from streamsched.evaluation import calibration as cal
-from streamsched.evaluation.performance import CALIBRATION_FILE
+from streamsched.performance import CALIBRATION_FILE
 
 #: Hardware also fitted with the application runs' spouts throttled (the papers do not say).
 VARIANTS = ("storm-vm", "thesis-lab")

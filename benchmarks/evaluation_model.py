@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from streamsched import workloads
-from streamsched.evaluation.experiments.fischer import fischer_chains, fischer_cluster
-from streamsched.evaluation.performance import ModelParams, predict, regime
-from streamsched.evaluation.report import run_schedulers, write_report
+from streamsched.workloads import fischer_chains, fischer_cluster
+from streamsched.performance import ModelParams, predict, regime
+from streamsched.evaluation.comparison import run_schedulers
+from streamsched.evaluation.report import write_report
 from streamsched.model import Placement
 from streamsched.schedulers import available
 
@@ -44,7 +45,7 @@ def main() -> None:
     graph, cluster = workloads.workload("diamond-tp"), workloads.cluster("high-low-2-4")
     names = available()
     start = time.perf_counter()
-    outcomes = run_schedulers(graph, cluster, names)
+    outcomes = run_schedulers(graph, cluster, names, model=ModelParams())
     schedule_s = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()

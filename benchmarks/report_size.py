@@ -27,7 +27,7 @@ from pathlib import Path
 
 from streamsched import workloads
 from streamsched.cli.core import resolve_names
-from streamsched.evaluation.experiments.fischer import fischer_cluster
+from streamsched.workloads import fischer_cluster
 from streamsched.evaluation.report import CHARTS, run_schedulers, write_report
 from streamsched.schedulers import available
 

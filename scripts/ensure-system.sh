@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# System packages the project needs beyond Python: Java 17+ (PySpark 4) and Chromium (the
+# System packages the project needs beyond Python: a JDK 17+ (PySpark 4; javac for the Flink plugin) and Chromium (the
 # report's headless rendering test). Missing ones are installed with apt-get when root.
 set -euo pipefail
 java_major() { java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]; exit}'; }
 missing=()
 if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
-  missing+=(openjdk-17-jre-headless)
+  missing+=(openjdk-17-jdk-headless)
+elif ! command -v javac >/dev/null 2>&1; then
+  missing+=(openjdk-17-jdk-headless)  # javac builds the Flink placement plugin
 fi
 if ! command -v chromium >/dev/null 2>&1; then
   missing+=(chromium)

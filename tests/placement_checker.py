@@ -3,7 +3,11 @@ sharing no code with :meth:`Placement.violations` or :mod:`streamsched.metrics`.
 
 A placement is valid when it names every task exactly once (one node index per task), each node
 index exists, each worker index is a slot of that task's node (or -1, none chosen), and the
-loads summed per node stay within that node's own capacity (relative slack 1e-9 for float sums).
+loads summed per node stay within that node's own capacity (relative slack 1e-9 for float sums),
+and the co-location rule holds: per node at most ``max_per_node`` tasks of an operator (when
+the graph gives one, non-zero) and, when the node has ``task_slots``, the slots needed (per slot
+sharing group the largest number of tasks of one of its operators, summed over the groups)
+within them.
 """
 
 from __future__ import annotations
@@ -32,6 +36,28 @@ def problems(graph, cluster, placement) -> list[str]:
     for node, total in zip(nodes, held):
         if total > node.capacity * (1 + SLACK) + SLACK:
             found.append(f"{node.name} holds {total} > its capacity {node.capacity}")
+    return found + colocation_problems(graph, cluster, placement)
+
+
+def colocation_problems(graph, cluster, placement) -> list[str]:
+    """The co-location rule alone, counted task by task."""
+    operators = [int(v) for v in graph.task_operator]
+    caps = list(graph.max_per_node) or [0] * len(graph.operator_names)
+    groups = list(graph.slot_group) or ["one group"] * len(graph.operator_names)
+    found = []
+    for k, node in enumerate(cluster.nodes):
+        count: dict[int, int] = {}
+        for task, where in enumerate(placement.node_of):
+            if int(where) == k:
+                count[operators[task]] = count.get(operators[task], 0) + 1
+        for v, n in count.items():
+            if caps[v] and n > caps[v]:
+                found.append(f"{node.name}: {n} tasks of operator {v} > max_per_node {caps[v]}")
+        slots_needed: dict[str, int] = {}
+        for v, n in count.items():
+            slots_needed[groups[v]] = max(slots_needed.get(groups[v], 0), n)
+        if node.task_slots and sum(slots_needed.values()) > node.task_slots:
+            found.append(f"{node.name}: needs {sum(slots_needed.values())} task slots > {node.task_slots}")
     return found
 
 

@@ -25,10 +25,15 @@ def test_usage_errors_are_one_line(capsys, argv, code, message):
 
 
 def test_an_unwritable_output_is_one_line_naming_it(capsys, tmp_path):
-    missing = tmp_path / "no" / "such" / "placement.json"
+    (tmp_path / "file").write_text("")
+    under_a_file = tmp_path / "file" / "such" / "placement.json"
     argv = ["schedule", "-w", "wordcount", "-c", "homogeneous-10", "-s", "even", "--out"]
-    assert main(argv + [str(missing)]) == 2
-    assert capsys.readouterr().err == f"error: {missing}: No such file or directory\n"
+    assert main(argv + [str(under_a_file)]) == 2
+    assert capsys.readouterr().err == (f"error: --out {under_a_file.parent}: {tmp_path / 'file'} is a file, "
+                                       "not a directory\n")
+    assert not (tmp_path / "no").exists()
+    assert main(argv + [str(tmp_path / "no" / "such" / "placement.json")]) == 0  # a missing directory is made
+    capsys.readouterr()
     assert main(argv + [str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path}: Is a directory\n"
 

@@ -20,7 +20,7 @@ from streamsched.cli import main
 from streamsched.engines import flink
 from streamsched.engines.storm import ui_rest
 from streamsched.pipeline import collect_rest
-from streamsched.pipeline.collect_rest import FlinkCollector, StormUICollector
+from streamsched.pipeline.collect_rest import FlinkCollector, StormUICollector, running_placement
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STORM = FIXTURES / "storm_ui" / "wordcount"
@@ -291,8 +291,18 @@ def test_cli_collect_storm_ui_once_and_bad_input(storm_server, tmp_path, capsys)
     storm_server.state["docs"] = storm_reading(lambda r: 3, lambda r: r["uptimeSeconds"] + 1200)
     assert main(args + ["--once"]) == 0  # without --json: one readable line
     printed = capsys.readouterr()
-    assert re.fullmatch(r"chunk of 80 pairs over [0-9.]+ s \(0 counter resets\); next chunk 3\n", printed.out), printed
+    line = re.fullmatch(r"chunk of 80 pairs over ([0-9.]+) s: current placement ([0-9,]+) of ([0-9,]+) tuples/s cross "
+                        r"nodes \([0-9.]+ %\), ([0-9,]+) cross workers \(0 counter resets\); next chunk 3\n", printed.out)
+    assert line, printed
     assert printed.err == ""
+    # the figures are the chunk's: its rows' tuples over its seconds, those between hosts apart
+    rows = _chunk(out, "traffic", 2)
+    [sidecar] = out.glob(".traffic-storm-*-00000002.csv.json")
+    seconds = json.loads(sidecar.read_text())["seconds"]
+    total = sum(float(r["tuples"]) for r in rows) / seconds
+    cross, workers = (float(line.group(k).replace(",", "")) for k in (2, 4))
+    assert float(line.group(3).replace(",", "")) == pytest.approx(total, abs=0.5)
+    assert 0 < cross <= workers <= total + 0.5
     assert main(args + ["--interval", "0"]) == 2
     assert main(["collect", "storm-ui", "--url", storm_server.url, "--topology-id", "gone-1-1", "--out",
                  str(tmp_path / "x"), "--once"]) == 2
@@ -324,3 +334,46 @@ def test_a_failed_reading_is_reported_and_the_next_covers_the_gap(storm_server, 
     # Reading 1 is the base; chunk 1 = readings 1 -> 2, chunk 2 = readings 2 -> 5 (3 and 4 failed).
     assert into_17[:2] == [pytest.approx(186760), pytest.approx(3 * 186760)]
     assert all(x == pytest.approx(186760) for x in into_17[2:])
+
+
+def test_the_follow_loop_says_each_warning_once_per_run(tmp_path, capsys):
+    """Every reading of a job repeats its warnings (Flink's NaN busy time of sources): the
+    command prints each once, the chunks and resets every time."""
+    from streamsched.cli.pipeline import _follow_rest
+
+    side = {"rows": 4, "seconds": 60.0, "resets": [], "warnings": ["no busy time for 2 subtasks", "rates from meters"],
+            "current": {"inter_node_traffic": 10.0, "inter_worker_traffic": 12.0, "total_traffic": 40.0}}
+
+    class Repeating:
+        state = {"seq": 1}
+
+        def follow(self, interval, timeout, report, report_error):
+            for _ in range(3):
+                report(side)
+
+    _follow_rest(Repeating, 1.0, False, None, False)
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("warning:")] == [
+        "warning: no busy time for 2 subtasks", "warning: rates from meters"]
+    chunks = [line for line in err if line.startswith("chunk of 4 pairs over 60.0 s")]
+    assert len(chunks) == 3
+    assert "current placement 10 of 40 tuples/s cross nodes (25.0 %), 12 cross workers" in chunks[0]
+
+
+def test_flink_collector_keeps_the_jobs_running_placement(flink_server, tmp_path):
+    """After a poll, ``.running-flink-<job>.json`` holds where the job's subtasks ran (the
+    recorded answer's TaskManagers), readable as a placement of the interval's graph."""
+    capture = flink_server.capture
+    ticks = iter(float(t) for t in range(0, 10_000, 5))
+    out = tmp_path / "chunks"
+    collector = FlinkCollector(flink_server.url, out, clock=lambda: next(ticks), poll_s=0.01)
+    collector.poll()
+    flink_server.arm(dict(capture.snapshots[1].documents))
+    collector.poll()
+    reading = flink.read_capture(capture)
+    found = running_placement(out, reading.graph, reading.cluster)
+    expected = {}
+    for vertex in flink.parse_snapshot(capture.snapshots[1].documents, capture.job_id, "x").vertices:
+        for sub in vertex.subtasks:
+            expected[len(expected)] = sub.taskmanager
+    assert {t: reading.cluster.nodes[k].name for t, k in enumerate(found.node_of.tolist())} == expected

@@ -9,6 +9,8 @@ import math
 import subprocess
 import sys
 
+import pytest
+
 from streamsched.cli import main
 from streamsched.schedulers import scheduler_class
 
@@ -48,6 +50,7 @@ def test_out_of_memory_keeps_the_report(monkeypatch, tmp_path, capsys):
     assert "even" in out and "error" in out  # the table is printed too
 
 
+@pytest.mark.slow
 def test_metis_messages_stay_off_stdout(tmp_path):
     """Two tasks into ten parts (one per node of homogeneous-10): METIS prints
     ``***Cannot bisect a graph with 0 vertices!`` on file descriptor 1 (a subprocess, since

@@ -13,11 +13,11 @@ import pytest
 
 from streamsched import workloads
 from streamsched.cli import main
-from streamsched.comparison import Outcome, placement_row, rank, rank_outcomes, run_schedulers
-from streamsched.evaluation.experiments.registry import build_cluster, build_graph
-from streamsched.evaluation import performance
-from streamsched.evaluation.performance import ModelParams, predict, regime
-from streamsched.evaluation.verdict import PRESET, add_predictions, fmt, model_error, verdict
+from streamsched.evaluation.comparison import Outcome, add_prediction, placement_row, rank, rank_outcomes, run_schedulers
+from streamsched.workloads import cluster as build_cluster, workload as build_graph
+from streamsched import performance
+from streamsched.performance import ModelParams, predict, regime
+from streamsched.evaluation.verdict import PRESET, fmt, model_error, verdict
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -63,8 +63,8 @@ def test_verdict_numbers_by_hand_on_two_chains():
     100 tuples/s x 2.7e6 cycles: 2.97e9 cycles/s, scale 2.7/2.97 = 10/11, throughput 2000/11.
     Nodes (4 cores: scale >= 1.8) and NICs (10 kB/s) never bind. Gain: 200 / (2000/11) = +10 %."""
     graph, cluster, placements = _two_chains()
-    outcomes = [Outcome(placement_row(name, graph, cluster, p), p) for name, p in placements.items()]
-    add_predictions(outcomes, graph, cluster, HAND_MODEL)
+    outcomes = [Outcome(add_prediction(placement_row(name, graph, cluster, p), graph, cluster, p, HAND_MODEL), p)
+                for name, p in placements.items()]
     rows = [o.row for o in rank_outcomes(outcomes)]
     assert [r["scheduler"] for r in rows] == ["colocate", "even"] and rows[0]["best"]
     result = verdict(rows, error=0.05, preset="hand", error_source="test")
@@ -89,8 +89,8 @@ def test_a_placement_that_cuts_traffic_but_packs_one_node_is_predicted_slower():
     graph, _, placements = _two_chains()
     cluster = Cluster("pair", (Node("n0", capacity=4.0, slots=1, cores=2), Node("n1", capacity=4.0, slots=1, cores=2)))
     placements = {"packed": Placement.build([0, 0, 0, 0], [0, 0, 0, 0]), "even": placements["even"]}
-    outcomes = [Outcome(placement_row(name, graph, cluster, p), p) for name, p in placements.items()]
-    add_predictions(outcomes, graph, cluster, HAND_MODEL)
+    outcomes = [Outcome(add_prediction(placement_row(name, graph, cluster, p), graph, cluster, p, HAND_MODEL), p)
+                for name, p in placements.items()]
     rows = [o.row for o in rank_outcomes(outcomes)]
     result = verdict(rows, error=0.05, preset="hand", error_source="test")
     assert result["best"] == "packed" and result["throughput_tps"]["best"] == pytest.approx(100.0)
@@ -123,8 +123,8 @@ def test_a_hot_task_makes_placement_not_matter():
     placement is limited by that one thread, and the verdict says so instead of ranking noise."""
     graph = _hot_key_graph()
     cluster = Cluster("four", tuple(Node(f"n{i}", capacity=4.0, slots=2) for i in range(4)))
-    outcomes = run_schedulers(graph, cluster, ["even", "metis", "t3", "ols", "r-storm", "i-scheduler"])
-    add_predictions(outcomes, graph, cluster, ModelParams())
+    outcomes = run_schedulers(graph, cluster, ["even", "metis", "t3", "ols", "r-storm", "i-scheduler"],
+                              model=ModelParams())
     rows = [o.row for o in rank_outcomes(outcomes)]
     assert {r["bottleneck"] for r in rows} == {"executor of task count[0]"}
     result = verdict(rows, error=0.05, preset="default-params", error_source="test")
@@ -148,8 +148,7 @@ def test_the_demo_workload_gives_a_win_over_even_on_the_recommended_model():
                             exact.rate * rng.lognormal(0, 0.02, exact.n_edges), bytes_rate=exact.bytes_rate)
     cluster = build_cluster("fischer-11")
     names = ["even", "metis", "ols", "t3", "i-scheduler", "r-storm", "a3-storm", "gr-storm"]
-    outcomes = run_schedulers(graph, cluster, names)
-    add_predictions(outcomes, graph, cluster, regime(PRESET))
+    outcomes = run_schedulers(graph, cluster, names, model=regime(PRESET))
     rows = [o.row for o in rank_outcomes(outcomes)]
     error, source = model_error(PRESET)
     result = verdict(rows, error, PRESET, source)
@@ -223,8 +222,10 @@ def test_the_report_heads_with_the_verdict_and_marks_the_best_row(tmp_path, caps
     page = report.read_text()
     assert saved["verdict"]["best"] == saved["results"][0]["scheduler"] and saved["results"][0]["best"]
     verdict_at = page.index("id='verdict'")
-    assert html_escape(saved["verdict"]["text"]) in page[verdict_at:] and verdict_at < page.index("id='results'")
-    assert page.count("<tr class='best'>") == 1
+    said = saved["verdict"]["text"].removeprefix("verdict: ")
+    assert html_escape(said) in page[verdict_at:] and verdict_at < page.index("id='results'")
+    table = page[page.index("id='results'"):]
+    assert table[:table.index("</table>")].count("<tr class='best'>") == 1
 
 
 def test_compare_table_ends_with_the_verdict(capsys):
@@ -240,3 +241,53 @@ def test_compare_table_ends_with_the_verdict(capsys):
                                          (12.3456, "12.35"), (0.5, "0.5"), (0.00123, "0.00123"), (0.0, "0")])
 def test_figures_print_with_separators_and_no_exponent(value, text):
     assert fmt(value) == text
+
+
+def demo_rows(optimal_status: str, optimal_tps: float) -> list[dict]:
+    """The rows `make demo` showed (issue 24): optimal cuts the least traffic, I-Scheduler is
+    within 0.04 % of its predicted throughput in 0.09 s, even is the baseline."""
+    rows = [
+        dict(scheduler="optimal", inter_node_traffic=4962.18, throughput_tps=optimal_tps, status=optimal_status,
+             bound=4962.18 if optimal_status == "optimal" else 0.0, gap=0.0 if optimal_status == "optimal" else 1.0,
+             wall_time_s=9.6, bottleneck="cpu of imac1", nodes_used=11, valid=True),
+        dict(scheduler="i-scheduler", inter_node_traffic=5978.42, throughput_tps=5978.0, status="ok", wall_time_s=0.09,
+             bottleneck="cpu of imac1", nodes_used=11, valid=True),
+        dict(scheduler="even", inter_node_traffic=14000.0, throughput_tps=3000.0, status="ok", wall_time_s=0.01,
+             bottleneck="cpu of imac2", nodes_used=11, valid=True),
+    ]
+    return rank(rows)
+
+
+def test_a_tie_goes_to_the_fastest_when_nothing_is_proven():
+    """optimal unproven (bound 0, gap 100 %) and I-Scheduler predicted 0.04 % apart, inside the
+    model's ±13 %: a tie, no proof, so the fastest (I-Scheduler, 0.09 s) is recommended, and
+    nothing is called optimal."""
+    result = verdict(demo_rows("feasible", 5980.4), error=0.13, error_source="hand")
+    assert (result["best"], result["recommended"]) == ("optimal", "i-scheduler")
+    assert result["tie"] == ["optimal", "i-scheduler"]
+    assert result["proof"] == {"optimal": "not proven: bound 0, gap 100.0 %"}
+    assert result["text"].startswith("verdict: use i-scheduler: inter-node traffic 5,978 tuples/s against even's")
+    assert "Tie within the model's error (±13 %) with optimal: i-scheduler is recommended because none is " \
+           "proven optimal, and it was the fastest (0.09 s)" in result["text"]
+    assert "No optimality claimed for optimal (not proven: bound 0, gap 100.0 %)" in result["text"]
+    assert result["text"].endswith("Baseline: even (Storm's default)") and result["baseline"] == "even"
+    assert result["throughput_tps"]["best"] == 5978.0  # the figures are the recommended row's
+
+
+def test_a_tie_goes_to_the_proven_placement():
+    result = verdict(demo_rows("optimal", 5980.4), error=0.13, error_source="hand")
+    assert (result["recommended"], result["tie"]) == ("optimal", ["optimal", "i-scheduler"])
+    assert result["proof"] == {"optimal": "proven optimal"}
+    assert result["text"].startswith("verdict: use optimal: inter-node traffic 4,962 tuples/s")
+    assert "optimal is recommended because proven optimal" in result["text"]
+    assert "No optimality claimed" not in result["text"]
+
+
+def test_an_unproven_optimal_outside_the_error_is_used_but_not_called_optimal():
+    """optimal predicted 50 % faster than I-Scheduler (beyond ±13 %): no tie, it is the one to
+    use, on its predicted figures alone: its row says it is not proven."""
+    result = verdict(demo_rows("feasible", 9000.0), error=0.13, error_source="hand")
+    assert (result["recommended"], result["tie"]) == ("optimal", [])
+    assert result["text"].startswith("verdict: use optimal:")
+    assert "No optimality claimed for optimal (not proven: bound 0, gap 100.0 %)" in result["text"]
+    assert "proven optimal" not in result["text"].replace("not proven", "")

@@ -20,7 +20,7 @@ from streamsched import workloads
 from streamsched.cli import main
 from streamsched.errors import InputError
 from streamsched.evaluation.cost_regression import Window, design, fit_costs
-from streamsched.evaluation.performance import HOP_SAME_WORKER, edge_hops
+from streamsched.performance import HOP_SAME_WORKER, edge_hops
 from streamsched.model.costs import REMOTE, CostModel, crossing_edges, parse_cost_model
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph

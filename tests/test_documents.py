@@ -9,8 +9,8 @@ import os
 import pytest
 
 from streamsched.errors import InputError
-from streamsched.io import Fields, read_document
-from streamsched.model import Cluster
+from streamsched.model.io import read_document
+from streamsched.model import Cluster, Topology
 
 
 def test_yaml_aliases_are_refused_with_the_line(tmp_path):
@@ -46,5 +46,5 @@ def test_numbers_must_be_finite(tmp_path, text):
     path.write_text(f"name: c\nnodes:\n  - {{name: a, capacity: {text}}}\n")
     with pytest.raises(InputError, match="capacity: must be a finite number"):
         Cluster.load(path)
-    with pytest.raises(InputError, match="f.rate: must be a finite number, got nan"):
-        Fields({"rate": float("nan")}, "f").number("rate", minimum=0)
+    with pytest.raises(InputError, match=r"f.operators\[0\].source_rate: must be a finite number, got nan"):
+        Topology.from_dict({"operators": [{"name": "a", "source_rate": float("nan")}]}, "f")

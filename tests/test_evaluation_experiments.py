@@ -11,8 +11,8 @@ from streamsched.evaluation import experiments as experiments_package
 from streamsched.evaluation import paper_numbers as paper
 from streamsched.evaluation.experiments import registry
 from streamsched.evaluation.experiments.cells import Cell
-from streamsched.evaluation.experiments.fischer import fischer_chains
-from streamsched.evaluation.experiments.registry import build_cluster, build_graph
+from streamsched.workloads import fischer_chains
+from streamsched.workloads import cluster as build_cluster, workload as build_graph
 from streamsched.evaluation.experiments.runner import reproduce, run_cell, run_cells
 from streamsched.metrics import evaluate
 from streamsched.schedulers import available, get_scheduler
@@ -101,6 +101,7 @@ def test_thesis_quick_writes_tables_figures_and_names_missing(tmp_path):
 
 @pytest.mark.skipif("optimal" not in available() or "i-scheduler" not in available(),
                     reason="needs the optimal and i-scheduler schedulers")
+@pytest.mark.slow
 def test_micro_optimum_never_beats_the_optimum(tmp_path):
     result = reproduce("micro-optimum", tmp_path, schedulers=["optimal", "even"], quick=True)
     rows = [r for r in result.rows if r.get("status") not in ("missing",)]
@@ -142,17 +143,10 @@ from streamsched.evaluation.experiments.cells import Cell, Experiment
 
 
 def list_cells(schedulers, quick, seed):
-    return [Cell("toy", s, "linear-10", "toy-cluster", seed) for s in schedulers]
+    return [Cell("toy", s, "linear-10", "homogeneous-10", seed) for s in schedulers]
 
 
-def toy_cluster(name):
-    from streamsched import workloads
-
-    return workloads.cluster("homogeneous-10") if name == "toy-cluster" else None
-
-
-EXPERIMENT = Experiment("NAME", "a one-file reproduction", ("even",), list_cells, lambda rows, out: [],
-                        cluster=toy_cluster)
+EXPERIMENT = Experiment("NAME", "a one-file reproduction", ("even",), list_cells, lambda rows, out: [])
 """
 
 
@@ -177,7 +171,7 @@ def test_one_file_adds_a_reproduction(tmp_path, add_experiment_file):
                                             "thesis", "toy"]
     result = reproduce("toy", tmp_path / "out")
     (row,) = result.rows
-    # its own cluster name resolves through the module; even places linear-10 like a direct run
+    # its cells name built-in instances; even places linear-10 like a direct run
     graph, cluster = build_graph("linear-10"), build_cluster("homogeneous-10")
     expected = evaluate(graph, get_scheduler("even").schedule(graph, cluster), cluster)
     assert row["status"] == "ok" and row["nodes"] == 10

@@ -9,7 +9,7 @@ import pytest
 
 from streamsched import workloads
 from streamsched.errors import InputError
-from streamsched.evaluation.performance import ModelParams, demands, predict, regime
+from streamsched.performance import ModelParams, demands, predict, regime
 from streamsched.metrics import inter_node_traffic, node_loads
 from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.model.topology import Operator, Stream, Topology
@@ -72,6 +72,24 @@ def test_nic_bound_when_tuples_are_large():
     assert p.regime == "network"
     assert p.bottleneck in ("nic-out of n1", "nic-in of n2")
     assert p.max_rate_scale == pytest.approx(1.0)
+
+
+def test_nic_in_binds_a_fan_in_by_hand():
+    """Asymmetric NICs: a (n1) and b (n2) each send 10 tuples/s of 100,000 wire bytes to c (n3).
+    Each sender's NIC out carries 1e6 bytes/s at scale 1 (= the 8 Mbps NIC), n3's NIC in twice
+    that, so s* = 0.5 and the bottleneck is n3's NIC in; the NIC utilisation at the operating
+    point (0.8 s* = 0.4) is 0.4 on the senders and 0.8 on the receiver. Reading ``nic_out`` for
+    the NIC in (the issue 28 mutant) would find n3 idle."""
+    graph = TaskGraph.build("fan-in", ["a", "b", "c"], [0, 1, 2], [1.0] * 3, [0, 1], [2, 2], [10.0, 10.0],
+                            bytes_rate=[1000.0, 1000.0])
+    cluster = Cluster.from_types("three", (3, {"capacity": 2.0, "cores": 1, "ghz": 1.0, "bandwidth_mbps": 8.0}))
+    params = HAND.with_(cycles_per_load_unit=1.0, tuple_bytes=99_950.0)
+    dem = demands(graph, cluster, Placement.build([0, 1, 2], [0, 0, 0]), params)
+    assert dem.nic_out.tolist() == [1e6, 1e6, 0.0] and dem.nic_in.tolist() == [0.0, 0.0, 2e6]
+    p = predict(graph, cluster, Placement.build([0, 1, 2], [0, 0, 0]), params)
+    assert (p.regime, p.bottleneck) == ("network", "nic-in of n3")
+    assert p.max_rate_scale == pytest.approx(0.5)
+    assert p.nic_utilisation == pytest.approx([0.4, 0.4, 0.8])
 
 
 def test_single_thread_bound_on_a_many_core_node():

@@ -6,7 +6,8 @@ localhost ports, running one job with every ship strategy:
 - DataStream (the Java API driven through py4j): datagen ``gen2`` (2) -RESCALE-> sink (3),
   -BROADCAST-> sink (3), -FORWARD-> sink (2); datagen ``gen3`` (3) -RESCALE-> sink (2).
 
-The job is submitted from a client JVM (Flink's Table and DataStream API, ``execution.target:
+The cluster is the test session's one local Flink (tests/conftest.py, with streamsched's placement
+plugin, which without a plan for the job assigns as Flink does). The job is submitted from a client JVM (Flink's Table and DataStream API, ``execution.target:
 remote``) that Python drives with py4j (installed with pyspark): a pure-JVM job, no PyFlink.
 The test reads the job with :mod:`streamsched.engines.flink`, checks the graph against the
 submitted job, the placement against the TaskManagers' own slot accounting, the rates against
@@ -15,8 +16,8 @@ against Flink's ``numBytesInRemote``. ``STREAMSCHED_UPDATE_FLINK_FIXTURES=1`` co
 capture to ``tests/fixtures/flink/live-job`` (tests/fixtures/flink/README.md).
 
 Skipped only when Java is missing. 45-75 s here (the client builds the job while the cluster
-starts; then the job must flow and the two snapshots are 10 s apart); the cluster is stopped as
-soon as the job is read.
+starts; then the job must flow and the two snapshots are 10 s apart); the job is cancelled as soon
+as it is read.
 """
 
 from __future__ import annotations
@@ -26,15 +27,10 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +38,7 @@ import pytest
 
 from streamsched import metrics
 from streamsched.engines import flink
+from streamsched.engines.flink import local
 
 pytestmark = [
     pytest.mark.slow,
@@ -86,166 +83,17 @@ SQL = [
 ]
 INSERT = "INSERT INTO sink SELECT k, COUNT(*), SUM(v) FROM (SELECT k * 2 AS k, v FROM gen WHERE v > 0) GROUP BY k"
 
-#: JVM options of every Flink process here: short-lived JVMs on a small shared machine start
-#: faster with the C1 compiler only and one GC thread.
-JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
-LOG4J = """rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = FileAppender
-appender.file.name = FileAppender
-appender.file.type = FILE
-appender.file.fileName = ${sys:log.file}
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{HH:mm:ss,SSS} %-5p %c{1} - %m%n
-"""
+JVM_OPTIONS, LOG4J = local.JVM_OPTIONS, local.LOG4J
 
 
 # ---------------------------------------------------------------------------- cluster
-@dataclass
-class FlinkCluster:
-    url: str
-    rest_port: int
-    home: Path
-    conf: Path
-    logs: Path
-    processes: list
-
-    @property
-    def classpath(self) -> str:
-        return os.pathsep.join(sorted(glob.glob(str(self.home / "lib" / "*.jar"))))
-
-    def log_tail(self, lines: int = 30) -> str:
-        out = []
-        for path in sorted(self.logs.glob("*")):
-            text = path.read_text(errors="replace").splitlines()[-lines:]
-            out.append(f"--- {path.name}\n" + "\n".join(text))
-        return "\n".join(out)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _flink_home() -> Path:
-    try:
-        home = Path(distribution("apache-flink-libraries").locate_file("pyflink"))
-    except PackageNotFoundError:
-        pytest.fail("apache-flink-libraries is not installed: `make setup` (pip install -e '.[test]') installs it")
-    if not (home / "lib").is_dir() or not (home / "bin" / "bash-java-utils.jar").is_file():
-        pytest.fail(f"{home}: no lib/ or bin/bash-java-utils.jar; reinstall apache-flink-libraries")
-    return home
-
-
-def _resource_params(home: Path, conf: Path, classpath: str, kind: str) -> tuple[list[str], list[str]]:
-    """JVM options and dynamic properties of a JobManager (JM) or TaskManager (TM), computed by
-    Flink's own BashJavaUtils from the configured process sizes, as its start scripts do."""
-    run = subprocess.run(
-        ["java", "-cp", str(home / "bin" / "bash-java-utils.jar") + os.pathsep + classpath,
-         "org.apache.flink.runtime.util.bash.BashJavaUtils", f"GET_{kind}_RESOURCE_PARAMS", "--configDir", str(conf)],
-        capture_output=True, text=True, timeout=60)
-    results = [line.split(":", 1)[1] for line in run.stdout.splitlines() if line.startswith("BASH_JAVA_UTILS_EXEC_RESULT:")]
-    if run.returncode != 0 or len(results) < 2:
-        pytest.fail(f"BashJavaUtils {kind} failed: {run.stdout[-2000:]} {run.stderr[-2000:]}")
-    return results[0].split(), results[1].split()
-
-
-def _stop(processes: list) -> None:
-    for proc in processes:
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.time() + 20
-    for proc in processes:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
+# The cluster is the session's one local Flink (tests/conftest.py: ``flink_cluster``,
+# ``flink_ports``), shared with tests/test_flink_apply_live.py.
 
 
 def _get(url: str, timeout: float = 5.0):
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.load(response)
-
-
-@pytest.fixture(scope="session")
-def flink_ports():
-    """The JobManager's REST and RPC ports, picked free on 127.0.0.1 (the client needs the REST
-    port before the cluster is up: it prepares the job while the cluster starts)."""
-    return {"rest": _free_port(), "rpc": _free_port()}
-
-
-@pytest.fixture(scope="session")
-def flink_cluster(tmp_path_factory, flink_ports):
-    """One JobManager (1024m) and two TaskManagers (1280m, 2 slots) on 127.0.0.1, with their
-    own configuration directory; stopped at the end of the session, also on failure."""
-    home = _flink_home()
-    base = tmp_path_factory.mktemp("flink")
-    conf, logs = base / "conf", base / "log"
-    conf.mkdir()
-    logs.mkdir()
-    rest_port, rpc_port = flink_ports["rest"], flink_ports["rpc"]
-    # port 0: the operating system picks a free port (TaskManager RPC and data, blob server,
-    # metric query services); every socket binds to 127.0.0.1.
-    (conf / "config.yaml").write_text(f"""
-jobmanager.rpc.address: 127.0.0.1
-jobmanager.rpc.port: {rpc_port}
-jobmanager.bind-host: 127.0.0.1
-jobmanager.memory.process.size: 1024m
-taskmanager.memory.process.size: 1280m
-taskmanager.numberOfTaskSlots: 2
-taskmanager.bind-host: 127.0.0.1
-taskmanager.host: 127.0.0.1
-taskmanager.rpc.port: 0
-taskmanager.data.port: 0
-blob.server.port: 0
-metrics.internal.query-service.port: 0
-rest.address: 127.0.0.1
-rest.bind-address: 127.0.0.1
-rest.port: {rest_port}
-metrics.fetcher.update-interval: 2000
-io.tmp.dirs: {base / 'tmp'}
-web.tmpdir: {base / 'web'}
-""")
-    (conf / "log4j.properties").write_text(LOG4J)
-    cluster = FlinkCluster(f"http://127.0.0.1:{rest_port}", rest_port, home, conf, logs, [])
-    classpath = cluster.classpath
-    jm_jvm, jm_dynamic = _resource_params(home, conf, classpath, "JM")
-    tm_jvm, tm_dynamic = _resource_params(home, conf, classpath, "TM")
-    roles = [("jobmanager", jm_jvm, jm_dynamic, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"),
-             ("taskmanager-1", tm_jvm, tm_dynamic, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"),
-             ("taskmanager-2", tm_jvm, tm_dynamic, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner")]
-    try:
-        for name, jvm, dynamic, main in roles:
-            command = ["java", *JVM_OPTIONS, *jvm, f"-Dlog.file={logs / (name + '.log')}",
-                       f"-Dlog4j.configurationFile=file:{conf / 'log4j.properties'}",
-                       "-cp", classpath, main, "--configDir", str(conf), *dynamic]
-            with open(logs / f"{name}.out", "w") as out:
-                cluster.processes.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                                          stdin=subprocess.DEVNULL, start_new_session=True))
-        deadline = time.time() + 120
-        while True:
-            dead = [name for (name, *_), proc in zip(roles, cluster.processes) if proc.poll() is not None]
-            if dead:
-                pytest.fail(f"Flink {', '.join(dead)} exited:\n{cluster.log_tail()}")
-            try:
-                overview = _get(f"{cluster.url}/overview", timeout=2)
-                if overview.get("taskmanagers") == 2 and overview.get("slots-total") == 4:
-                    break
-            except (OSError, ValueError):
-                pass
-            if time.time() > deadline:
-                pytest.fail(f"Flink REST API not ready after 120 s:\n{cluster.log_tail()}")
-            time.sleep(0.5)
-        yield cluster
-    finally:
-        _stop(cluster.processes)
 
 
 # --------------------------------------------------------------------------------- job
@@ -264,7 +112,9 @@ class JobClient:
         try:
             from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
-            home = _flink_home()
+            from streamsched.engines.flink.plugin import flink_home
+
+            home = flink_home()
             log4j = self.logs / "log4j.properties"
             log4j.write_text(LOG4J)
             port, self.proc = launch_gateway(
@@ -369,9 +219,6 @@ def live_reading(flink_client, flink_cluster, tmp_path_factory):
                                                       method="PATCH"), timeout=10).close()
     except OSError:
         pass
-    # everything is read: stop the cluster now rather than at the end of the whole test session
-    # (the fixture's own stop then finds nothing left to stop)
-    _stop(flink_cluster.processes)
     print(f"flink live job: submitted, flowing and read in {time.time() - started:.1f} s", file=sys.stderr)
     return job_id, capture, reading, taskmanagers
 

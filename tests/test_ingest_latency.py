@@ -120,6 +120,8 @@ print("SPARK_HOME" in os.environ)
 """
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_local_workers_import_the_installed_pyspark_not_its_source_zip(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYSPARK_PYTHON")}
     env["XDG_CACHE_HOME"] = str(tmp_path)
@@ -147,6 +149,7 @@ def test_a_spark_home_with_dangling_links_is_built_again(tmp_path, monkeypatch):
     assert not (home / "python").exists()
 
 
+@pytest.mark.slow
 def test_a_pipeline_command_loads_only_the_pipeline_commands():
     script = ("import sys; from streamsched.cli import load_commands; load_commands(sys.argv[1]); "
               "print(sorted(m for m in sys.modules if m.startswith('streamsched.cli.')))")

@@ -50,6 +50,7 @@ def _wait_for(condition, timeout: float, what: str, process: subprocess.Popen | 
 
 
 # ------------------------------------------------------------------------ collect log
+@pytest.mark.slow
 def test_sigkilled_log_collector_loses_and_repeats_no_line(tmp_path):
     logs, out = tmp_path / "logs", tmp_path / "chunks"
     logs.mkdir()
@@ -103,6 +104,7 @@ def test_sigkilled_log_collector_loses_and_repeats_no_line(tmp_path):
 
 
 # ------------------------------------------------------------------------ collect storm-ui
+@pytest.mark.slow
 def test_sigkilled_storm_ui_collector_counts_every_tuple_once(tmp_path):
     """The server's counters grow by the fixture's counts at every reading (phase k: k times
     the fixture). Whatever readings the kills cost, the chunks' tuples into split executor

@@ -6,9 +6,14 @@ closes a cycle still ties the two modules together. ``from a.b import c`` is an 
 module is not counted as importing its parent package.
 
 Rules (README "Layout"): no import cycle between streamsched modules; pyspark only under
-``streamsched.pipeline``; the pipeline reaches no scheduler; the model and the metrics reach no
-scheduler; the schedulers know nothing of the CLI; engine formats (``streamsched.engines``) reach
-neither a scheduler nor the pipeline (the pipeline calls them, not the other way).
+``streamsched.pipeline``; and every import points down the layers of :data:`LAYERS` (or stays
+in its own layer), so that:
+
+- the model, the metrics and the pure performance model reach no scheduler;
+- engine formats reach neither a scheduler nor the pipeline (the pipeline calls them);
+- the pipeline reaches no scheduler;
+- the evaluation layer (comparison, verdict, report, experiments) sits above the schedulers,
+  the main job (``streamsched.job``) above the evaluation, and the CLI above everything.
 """
 
 from __future__ import annotations
@@ -173,3 +178,41 @@ def test_layer_reaches_nothing_above_it(layer, banned):
     paths = [_reach(GRAPH, m, banned) for m in sorted(GRAPH) if _under(m, layer)]
     found = [" -> ".join(p) for p in paths if p]
     assert not found, f"{layer} reaches {banned}: " + "; ".join(found)
+
+
+#: The layers, bottom first: a module may import from its own layer and the ones below it.
+LAYERS = (
+    ("streamsched", "streamsched.errors", "streamsched.model", "streamsched.native_output"),
+    ("streamsched.metrics", "streamsched.workloads"),
+    ("streamsched.performance",),
+    ("streamsched.engines", "streamsched.partitioning", "streamsched.solvers", "streamsched.edge"),
+    ("streamsched.schedulers", "streamsched.pipeline"),
+    ("streamsched.resolve",),
+    ("streamsched.evaluation",),
+    ("streamsched.job",),
+    ("streamsched.cli",),
+)
+
+
+def _layer(module: str) -> int:
+    """The layer of ``module``: the longest package prefix listed in :data:`LAYERS`."""
+    best, depth = None, -1
+    for rank, packages in enumerate(LAYERS):
+        for package in packages:
+            if _under(module, package) and package.count(".") > depth:
+                best, depth = rank, package.count(".")
+    assert best is not None, f"{module} is in no layer: add its package to LAYERS"
+    return best
+
+
+def test_every_import_points_down_the_layers():
+    upward = [f"{module} (layer {_layer(module)}) -> {target} (layer {_layer(target)})"
+              for module, targets in sorted(GRAPH.items()) for target in sorted(targets)
+              if _layer(target) > _layer(module)]
+    assert not upward, "imports pointing up: " + "; ".join(upward)
+
+
+def test_the_layer_table_on_hand_made_names():
+    assert _layer("streamsched.model.io") == 0 and _layer("streamsched.performance") == 2
+    assert _layer("streamsched.evaluation.comparison") == 6 > _layer("streamsched.schedulers.base")
+    assert _layer("streamsched.job") == 7 < _layer("streamsched.cli.core")

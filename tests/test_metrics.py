@@ -1,5 +1,6 @@
 """Metrics computed by hand on small cases, and the shuffle closed form of prior-art.md."""
 
+import numpy as np
 import pytest
 
 from streamsched import metrics
@@ -66,3 +67,24 @@ def test_shuffle_spread_evenly_closed_form(n_nodes):
     placement = get_scheduler("even").schedule(graph, cluster)  # task k and p + k on node k % N
     assert metrics.node_loads(graph, placement, cluster).tolist() == [2 * p / n_nodes] * n_nodes
     assert metrics.inter_node_traffic(graph, placement) == pytest.approx(r * p * (1 - 1 / n_nodes))
+
+
+def test_one_traffic_objective_for_metrics_solvers_and_partitioners():
+    """cut_traffic by hand (a -5-> b cut, b -3-> c kept: 5), and inter-node traffic, the solver's
+    cost and the partitioner's cut (each undirected pair once) give the same value on a graph
+    with both directions of a pair."""
+    from streamsched.metrics import cut_traffic
+    from streamsched.partitioning.backends import CSRGraph, cut_weight
+    from streamsched.solvers.problem import build_problem
+
+    assert cut_traffic(np.array([0, 1]), np.array([1, 2]), np.array([5.0, 3.0]), np.array([0, 1, 1])) == 5.0
+    graph = TaskGraph.build("g", list("abcd"), [0, 1, 2, 3], [1.0] * 4, [0, 1, 1, 2, 3], [1, 0, 2, 3, 0],
+                            [2.0, 3.0, 4.0, 7.0, 1.5])
+    placement = Placement.build([0, 1, 1, 0])
+    expected = 2.0 + 3.0 + 7.0  # a<->b both ways, c->d; b->c and d->a stay
+    assert metrics.inter_node_traffic(graph, placement) == expected
+    problem = build_problem(graph.load, graph.src, graph.dst, graph.rate, [4.0, 4.0])
+    assert problem.cost(placement.node_of) == expected
+    undirected = graph.undirected
+    assert CSRGraph.from_matrix(undirected).cut(placement.node_of) == expected
+    assert cut_weight(undirected, placement.node_of) == expected

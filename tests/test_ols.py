@@ -66,6 +66,18 @@ def test_node_load_accumulates_under_every_knob_setting():
         assert placement.violations(graph, cluster) == [], (shape, n, alfa, beta, gamma, delta)
 
 
+def test_should_reschedule_exactly_at_the_threshold():
+    """At the boundary in floating point: 75 % of 20 leaves 20 x 0.25 = 5.0 exactly (0.25 and
+    the traffic sums are exact binary fractions), and a proposal of traffic 5 cuts exactly 75 %:
+    it is adopted (``<=``, Aniello et al.'s "at least"); a threshold a hair above is not met."""
+    graph = TaskGraph.build("exact", list("abcd"), [0, 1, 2, 3], [1.0] * 4, [0, 1, 2], [1, 2, 3], [5.0, 5.0, 10.0])
+    current = Placement.build([0, 1, 0, 1])  # cuts a-b, b-c, c-d: 20
+    proposed = Placement.build([0, 0, 1, 1])  # cuts b-c: 5
+    assert 20 * (1 - 75.0 / 100) == 5.0
+    assert should_reschedule(graph, current, proposed, 75.0)
+    assert not should_reschedule(graph, current, proposed, 75.0001)
+
+
 def test_should_reschedule_by_traffic_improvement():
     graph = four_tasks()
     current = Placement.build([0, 1, 0, 1])  # cuts a-b, c-d, b-c: 19

@@ -82,6 +82,7 @@ def test_tiny_measured_graphs_match_brute_force_and_bounds_stay_below(seed):
         assert grouped is None or grouped <= best + 1e-6
 
 
+@pytest.mark.slow
 def test_grouped_bound_is_exact_on_twin_classes():
     """star-30 on heterogeneous-10 (i-scheduler.txt Fig. 6: optimum 86): with operators as the
     groups and equal loads and rates, the grouped program is the exact configuration model."""
@@ -93,6 +94,7 @@ def test_grouped_bound_is_exact_on_twin_classes():
     assert bound == pytest.approx(86, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_measured_diamond_has_a_tight_bound_below_every_placement():
     """diamond-30 measured (no exact twins): the grouped bound comes within 10 % of the cost,
     and stays below the cost of every placement found with other seeds and models (each is an
@@ -110,6 +112,7 @@ CASES = [("linear-30", "heterogeneous-10", 0), ("diamond-30", "heterogeneous-10"
          ("star-32", "heterogeneous-10", 3), ("random-22-s2", "near-full", 4)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, cluster_name, seed", CASES)
 def test_never_worse_than_any_cluster_scheduler(name, cluster_name, seed):
     """Every other registered cluster scheduler, run on its own with the same seed, places the
@@ -170,7 +173,7 @@ def test_local_search_moves_then_swaps():
 def test_configuration_limit_grows_with_a_start_time_and_memory():
     """Subsets of tasks as configurations: the large limit needs a start to price from, time
     to enumerate and memory; without a start, or with little time, the old limit holds."""
-    import streamsched.solvers as solvers
+    import streamsched.solvers.placement as solvers
     from streamsched.solvers.formulations import MAX_CONFIGURATIONS, find_symmetry
 
     g = measured("star-26", 2)

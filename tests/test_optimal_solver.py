@@ -18,7 +18,7 @@ from streamsched.workloads import cluster, workload
 
 HAS_CPLEX = importlib.util.find_spec("cplex") is not None
 BACKENDS = ["cp-sat", "highs", pytest.param("cplex", marks=pytest.mark.skipif(not HAS_CPLEX, reason="no cplex"))]
-FORMULATIONS = ["configurations", "assignment"]
+FORMULATIONS = ["configurations", "cut", "assignment"]
 
 
 def random_instance(seed: int, n: int = 7, m: int = 3):
@@ -54,6 +54,7 @@ def check(result: SolveResult, loads, src, dst, rate, capacity, **constraints) -
     assert result.bound <= result.objective + 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("formulation", FORMULATIONS)
 @pytest.mark.parametrize("seed", range(6))
 def test_cp_sat_matches_brute_force(seed, formulation):
@@ -64,6 +65,7 @@ def test_cp_sat_matches_brute_force(seed, formulation):
     assert result.objective == pytest.approx(brute_force(*instance))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS[1:])
 @pytest.mark.parametrize("formulation", FORMULATIONS)
 def test_other_backends_match_brute_force(backend, formulation):
@@ -84,6 +86,7 @@ CONSTRAINED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("formulation", FORMULATIONS)
 @pytest.mark.parametrize("kind", sorted(CONSTRAINED))
 def test_constraints_match_brute_force(kind, formulation):
@@ -118,6 +121,7 @@ def test_papers_optimal_costs_are_proven(workload_name, cluster_name, expected):
     assert (result.status, result.objective, result.bound) == ("optimal", expected, expected)
 
 
+@pytest.mark.slow
 def test_configuration_and_assignment_models_agree_on_a_micro_benchmark():
     g, c = workload("star-12"), cluster("heterogeneous-10")
     args = (g.load, g.src, g.dst, g.rate, c.capacity)
@@ -196,6 +200,7 @@ def test_fractional_loads_fill_a_node_exactly(formulation):
     assert (result.status, result.objective) == ("optimal", 0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_decimal_loads_match_brute_force(seed):
     loads, src, dst, rate, capacity = random_instance(seed)

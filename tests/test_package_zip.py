@@ -17,7 +17,8 @@ sys.path.insert(0, sys.argv[1])
 sys.path.append(sys.argv[2])
 import streamsched
 assert streamsched.__file__.startswith(sys.argv[1]), streamsched.__file__
-from streamsched.evaluation import performance, verdict
+from streamsched import performance
+from streamsched.evaluation import verdict
 from streamsched.edge import model
 from streamsched.schedulers.i_scheduler import calibration
 assert "default" in performance.REGIMES and verdict.model_error()[1].startswith("median held-out error")

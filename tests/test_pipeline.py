@@ -215,7 +215,7 @@ def test_cli_gen_metrics_and_export(tmp_path, capsys):
                  "-o", str(out)]) == 0
     assert sorted(exported_tasks("storm", json.loads(out.read_text()))) == list(range(12))
     snapshot = write_snapshot(tmp_path / "store", workloads.workload("diamond-12"), {})
-    assert main(["export", str(placement), "--snapshot", str(snapshot), "-c", "homogeneous-10",
+    assert main(["export", str(placement), "--graph", str(snapshot), "-c", "homogeneous-10",
                  "--format", "kubernetes"]) == 0
     manifests = json.loads(capsys.readouterr().out)
     assert manifests["kind"] == "List" and sorted(exported_tasks("kubernetes", manifests)) == list(range(12))

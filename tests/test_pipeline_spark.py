@@ -250,19 +250,30 @@ def test_watch_snapshot_per_window_and_threshold(spark_small, tmp_path):
     assert _quarantine_reasons(str(store / "quarantine" / "watch")) == {"negative_count": 3}
 
 
-def test_pipeline_demo_command_generates_ingests_and_schedules(spark_small, tmp_path, capsys):
+def test_the_main_job_is_one_call_from_monitoring_data_to_plan(spark_small, tmp_path, capsys):
+    """``demo``: generate -> ingest -> snapshot -> compare with verdict -> report -> plan, in one
+    command; every stage's output is checked against the workload it was generated from."""
     from streamsched.cli import main
+    from streamsched.engines.exports import exported_tasks
 
     out = tmp_path / "demo"
-    assert main(["pipeline-demo", "-w", "diamond-12", "-c", "homogeneous-10", "--rows", "640", "--out", str(out)]) == 0
-    result = json.loads((out / "placement.json").read_text())
-    assert sorted(result["tasks"]) == list(range(12))
+    assert main(["demo", "-w", "diamond-12", "-c", "homogeneous-10", "--schedulers", "even,metis,i-scheduler",
+                 "--model", "default", "--rows", "640", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
     snapshot = list_snapshots(out / "store", "diamond-12")
-    assert len(snapshot) == 1
+    assert [str(s) for s in snapshot] == [result["snapshot"]]
     graph = load_snapshot(snapshot[0])
     assert graph.n_tasks == 12 and graph.n_edges == workloads.workload("diamond-12").n_edges
     report = read_manifest(snapshot[0])["rows"]
     assert report["read"] == report["accepted"] + sum(report["quarantined"].values())
+    assert sorted(r["scheduler"] for r in result["results"]) == ["even", "i-scheduler", "metis"]
+    best = result["verdict"]["best"]
+    assert [r["scheduler"] for r in result["results"] if r.get("best")] == [best]
+    placement = json.loads((out / "placement.json").read_text())
+    assert sorted(placement["tasks"]) == list(range(12))
+    plan = json.loads((out / "plan-storm.json").read_text())
+    assert sorted(exported_tasks("storm", plan)) == list(range(12))
+    assert json.loads((out / "report.json").read_text())["verdict"]["best"] == best
 
 
 def test_a_file_that_cannot_be_read_is_one_input_error(spark_small, tmp_path):

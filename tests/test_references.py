@@ -12,7 +12,8 @@ import pytest
 import streamsched
 
 ROOT = Path(streamsched.__file__).parent
-SCHEDULERS = sorted(p for p in (ROOT / "schedulers").glob("*.py") if p.stem not in ("__init__",) and not p.stem.startswith("_"))
+SCHEDULERS = sorted(p for p in (ROOT / "schedulers").glob("*.py")
+                    if p.stem not in ("__init__", "registry") and not p.stem.startswith("_"))
 OTHER_ALGORITHMS = [ROOT / "edge" / f"{name}.py" for name in
                     ("adapter", "deployment", "ga", "model", "rebalance", "simulation", "topset", "workloads")]
 OTHER_ALGORITHMS += [ROOT / "partitioning" / f"{name}.py" for name in ("backends", "balance", "workers")]
@@ -20,7 +21,7 @@ SOLVERS = [ROOT / "solvers" / f"{name}.py" for name in
            ("__init__", "problem", "formulations", "bounds", "relaxation", "local_search", "neighbourhoods")]
 #: ``.. [1] Karypis, G.; Kumar, V. (1998) "A fast ...", SIAM ...``: authors, (year), "title", venue.
 ENTRY = re.compile(r'^\.\. \[\d+\] (?P<authors>[^()]+?) \((?P<year>(19|20)\d\d)\) "(?P<title>[^"]+)", (?P<venue>\S.*)$')
-#: Local copies of the papers (../shared/papers/*.txt) and the prior-art notes.
+#: The short file names of the papers (README.md, Papers) and of the prior-art notes.
 LOCAL_FILE = re.compile(r"[\w-]+\.txt\b|prior-art\.md")
 
 

@@ -488,7 +488,7 @@ def test_spark_failures_are_one_line_naming_the_cause(monkeypatch, capsys):
 
 # ------------------------------------------------------------------- parsing before limits
 def test_yaml_topology_of_100000_operators_is_refused_and_nodes_bounded(tmp_path, capsys, monkeypatch):
-    import streamsched.io as sio
+    import streamsched.model.io as sio
 
     big = tmp_path / "big.yaml"
     big.write_text("name: big\noperators:\n" + "".join(f"  - name: o{k}\n" for k in range(100_000)))

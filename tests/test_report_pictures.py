@@ -13,7 +13,7 @@ import pytest
 from streamsched import workloads
 from streamsched.cli import main
 from streamsched.evaluation import pictures
-from streamsched.comparison import Outcome
+from streamsched.evaluation.comparison import Outcome
 from streamsched.evaluation.report import write_replan_report, write_report
 from streamsched.metrics import evaluate, inter_node_traffic
 from streamsched.model import Placement

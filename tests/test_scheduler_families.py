@@ -11,7 +11,7 @@ import pytest
 
 from streamsched import workloads
 from streamsched.cli import main
-from streamsched.comparison import resolve_names, run_schedulers
+from streamsched.evaluation.comparison import resolve_names, run_schedulers
 from streamsched.model.cluster import Cluster
 from streamsched.schedulers import available, family, register, scheduler_class
 from streamsched.schedulers.base import FAMILIES, OBJECTIVES, Scheduler
@@ -20,12 +20,12 @@ EDGE = {"topset", "topset-p", "edge-only", "cloud-only", "ga-incremental", "ga-g
 #: What each scheduler optimises, from its paper: Storm's even and Isolation schedulers spread
 #: load; R-Storm fits resources; TOP- and BAN-Storm answer the thesis' research question 1
 #: (resource utilisation), A3- and Gr-Storm question 2 (traffic); the edge strategies minimise
-#: makespan (edge-cloud-topset.txt section 3).
+#: makespan (edge-cloud-topset.txt section 3); CAPS (CAPSys, EuroSys 2025) balances contention.
 OBJECTIVE = {"even": "balance", "isolation": "balance", "r-storm": "resources", "top-storm": "resources",
              "ban-storm": "resources", "a3-storm": "traffic", "gr-storm": "traffic", "ols": "traffic",
              "metis": "traffic", "i-scheduler": "traffic", "t3": "traffic", "optimal": "traffic",
-             **{name: "makespan" for name in EDGE}}
-RANDOMISED = {"metis", "i-scheduler", "t3", "optimal", "ga-incremental", "ga-global"}
+             "caps": "contention", **{name: "makespan" for name in EDGE}}
+RANDOMISED = {"metis", "i-scheduler", "t3", "optimal", "ga-incremental", "ga-global", "caps"}
 
 EDGE_CLUSTER = """\
 name: edge-cloud

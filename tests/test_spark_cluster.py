@@ -27,7 +27,8 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-pytestmark = [pytest.mark.spark, pytest.mark.skipif(shutil.which("java") is None, reason="Java is not installed")]
+pytestmark = [pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("java") is None, reason="Java is not installed")]
 
 SPARK_HOME = Path(pyspark.__file__).parent
 STREAMSCHED = [str(Path(sys.executable).parent / "streamsched")]

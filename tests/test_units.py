@@ -13,7 +13,7 @@ import pytest
 
 from streamsched import metrics, workloads
 from streamsched.cli import main
-from streamsched.comparison import compare, resolve_names
+from streamsched.evaluation.comparison import compare, resolve_names
 from streamsched.engines.heron import heron_packing_plan
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
@@ -132,7 +132,7 @@ def test_bad_units_in_files_name_file_and_line(tmp_path):
     with pytest.raises(InputError, match=r"x.json: load_unit 'cores' but the tasks table says 'tasks'"):
         read_graph(tmp_path / "x.json")
     (tmp_path / "y.json").write_text(json.dumps({**doc, "load_unit": 3, "tasks": None}))
-    with pytest.raises(InputError, match=r"y.json: load_unit: 3 is not one of"):
+    with pytest.raises(InputError, match=r"y.json.load_unit: 3 is not one of tasks, cores$"):
         read_graph(tmp_path / "y.json")
 
 
@@ -217,14 +217,14 @@ def test_cli_mixed_units_exit_2_not_infeasible(tmp_path, capsys):
     assert main(["schedule", "--graph", str(graph_file), "-c", str(cluster_file), "-o", str(placement)]) == 0
     capsys.readouterr()
     for argv in (["evaluate", str(placement), "--graph", str(graph_file), "-c", str(cluster_file)],
-                 ["export", str(placement), "--snapshot", str(snapshot), "-c", str(cluster_file), "--format", "heron"]):
+                 ["export", str(placement), "--graph", str(snapshot), "-c", str(cluster_file), "--format", "heron"]):
         assert main(argv) == 0
     capsys.readouterr()
     het = tmp_path / "het.yaml"
     het.write_text("name: heterogeneous-10\nnodes:\n" + "".join(
         f"  - {{name: n{k}, capacity: 8, slots: 2}}\n" for k in range(1, 5)))
     for argv in (["evaluate", str(placement), "--graph", str(graph_file), "-c", str(het)],
-                 ["export", str(placement), "--snapshot", str(snapshot), "-c", str(het), "--format", "kubernetes"],
+                 ["export", str(placement), "--graph", str(snapshot), "-c", str(het), "--format", "kubernetes"],
                  ["replan", str(placement), "--graph", str(graph_file), "-c", str(het)]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()

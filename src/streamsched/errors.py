@@ -25,3 +25,10 @@ class InfeasibleError(StreamschedError):
     """The tasks cannot be placed on the cluster under its constraints."""
 
     exit_code = 3
+
+
+class OutputSchemaError(StreamschedError):
+    """A document streamsched was about to write does not validate against its own schema: a bug
+    in streamsched, not in the input; nothing is written (exit code 70, ``EX_SOFTWARE``)."""
+
+    exit_code = 70

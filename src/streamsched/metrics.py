@@ -23,12 +23,17 @@ def _weights(graph: TaskGraph, weight: str) -> np.ndarray:
     raise ValueError(f"weight must be 'rate' or 'bytes', not {weight!r}")
 
 
+def cut_traffic(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, part: np.ndarray) -> float:
+    """The traffic objective on plain arrays: summed ``weight`` of the edges ``src -> dst`` whose
+    endpoints lie in different parts (nodes). W of i-scheduler.txt eq. 3; the one definition
+    that metrics, solvers, partitioners and schedulers use."""
+    return float(np.asarray(weight)[part[src] != part[dst]].sum())
+
+
 def inter_node_traffic(graph: TaskGraph, placement: Placement, weight: str = "rate") -> float:
     """W of i-scheduler.txt eq. 3 (= cost(G,P) of fischer-metis-scheduler.txt III):
     sum of R(ti,tj) over edges whose endpoints sit on different nodes."""
-    node = placement.node_of
-    cut = node[graph.src] != node[graph.dst]
-    return float(_weights(graph, weight)[cut].sum())
+    return cut_traffic(graph.src, graph.dst, _weights(graph, weight), placement.node_of)
 
 
 def inter_worker_traffic(graph: TaskGraph, placement: Placement, weight: str = "rate") -> float:
@@ -98,9 +103,28 @@ def edge_distances(graph: TaskGraph, placement: Placement, cluster: Cluster) -> 
     return dist
 
 
+def traffic_by_distance(graph: TaskGraph, placement: Placement, cluster: Cluster,
+                        weight: str = "rate") -> dict[str, float]:
+    """Storm's network metric (docs/Resource_Aware_Scheduler_overview.md compares strategies by
+    it): the traffic of edges within a worker, between workers of a node, between nodes of a
+    rack and between racks (each edge in exactly one). With structural traffic (rate 1 per
+    connected executor pair, :mod:`streamsched.engines.storm.nimbus`) these count connections."""
+    dist = edge_distances(graph, placement, cluster)
+    totals = np.bincount(dist, weights=_weights(graph, weight), minlength=4)
+    return dict(zip(("intra_worker", "inter_worker", "inter_node", "inter_rack"), totals.tolist()))
+
+
 def network_distance(graph: TaskGraph, placement: Placement, cluster: Cluster, weight: str = "rate") -> float:
     """R-Storm's network-distance score: sum over edges of distance x rate."""
     return float((edge_distances(graph, placement, cluster) * _weights(graph, weight)).sum())
+
+
+def remote_traffic(graph: TaskGraph, placement: Placement) -> dict[str, float]:
+    """What a placement sends over the network and between processes: tuples/s between nodes
+    (:func:`inter_node_traffic`), between workers (:func:`inter_worker_traffic`) and in all."""
+    return {"inter_node_traffic": inter_node_traffic(graph, placement),
+            "inter_worker_traffic": inter_worker_traffic(graph, placement),
+            "total_traffic": float(graph.rate.sum())}
 
 
 def evaluate(graph: TaskGraph, placement: Placement, cluster: Cluster) -> dict[str, Any]:
@@ -118,6 +142,7 @@ def evaluate(graph: TaskGraph, placement: Placement, cluster: Cluster) -> dict[s
         "capacity_imbalance": capacity_imbalance(graph, placement, cluster),
         "max_utilisation": float(util.max()),
         "network_distance": network_distance(graph, placement, cluster),
+        "inter_rack_traffic": traffic_by_distance(graph, placement, cluster)["inter_rack"],
         "valid": not violations,
         "violations": violations,
     }

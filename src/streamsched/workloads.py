@@ -23,7 +23,8 @@ Workloads (``workload_names()``):
 Clusters (``cluster_names()``): ``homogeneous-10`` (10 x capacity 4), ``heterogeneous-10``
 (3 x 6 + 3 x 4 + 4 x 2), ``high-low-H-L`` (the I-/T3-Scheduler VMs: high = 4 cores, 4 GiB,
 4 slots, capacity 16; low = 2 cores, 2 GiB, 2 slots, capacity 8; 2.7 GHz), ``thesis-9`` (the
-nine supervisors of thesis Table 4.1; ``thesis-9-sK`` with K slots each, Table 4.2).
+nine supervisors of thesis Table 4.1; ``thesis-9-sK`` with K slots each, Table 4.2),
+``storm-large-01/02/03`` (the supervisor layouts of Storm's ``TestLargeCluster``, racks included).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
-from streamsched.model.limits import check_operators, check_tasks
+from streamsched.model.contention import PROFILES, builtin_profile, graph_from_profile
+from streamsched.model.limits import check_nodes, check_operators, check_tasks
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.topology import Operator, Stream, Topology
+from streamsched.model.units import CORES
 
 MICRO_SIZES = tuple(range(10, 33, 2))
 
@@ -229,6 +232,58 @@ _MICRO = {"linear": micro_linear, "diamond": micro_diamond, "star": micro_star}
 _FIXED: dict[str, Callable[[], Topology]] = {**_throughput_variants(), **_applications()}
 
 
+# --------------------------------------------------- Fischer's chains (graphs, not topologies)
+def fischer_chains(name: str, parallelism: int, depth: int, tuple_bytes: float, seed: int) -> TaskGraph:
+    """fischer-metis-scheduler.txt IV-C, Fig. 3: a spout and ``depth`` bolts, ``parallelism``
+    tasks each, joined by fields grouping on one key per chain. Storm routes a key to
+    ``hash(key) mod P``, so stage j's task i feeds stage j+1's task ``perm_j(i)`` for a seeded
+    permutation: the chains are disjoint but not aligned by task index. Spouts emit 1000 tuples/s."""
+    rng = np.random.default_rng(seed)
+    p = parallelism
+    task_operator = np.repeat(np.arange(depth + 1), p)
+    chain = np.arange(p)
+    src, dst = [], []
+    for stage in range(depth):
+        nxt = rng.permutation(p)
+        src.append(stage * p + chain)
+        dst.append((stage + 1) * p + nxt[chain])
+        chain = nxt[chain]
+    src_a, dst_a = np.concatenate(src), np.concatenate(dst)
+    rate = np.full(src_a.size, 1000.0)
+    names = ["spout"] + [f"bolt{i}" for i in range(1, depth + 1)]
+    return TaskGraph.build(name, names, task_operator, np.ones(task_operator.size), src_a, dst_a, rate,
+                           bytes_rate=rate * tuple_bytes)
+
+
+def fischer_graph(name: str, seed: int = 0) -> TaskGraph | None:
+    """``fischer-parallel-P``, ``fischer-payload-P`` (depth 7, tuples of 16 and 3072 bytes) or
+    ``fischer-bytes-B-P`` (depth 3, tuples of B bytes, fischer-metis-scheduler.txt V-B1); None
+    for any other name."""
+    match = re.fullmatch(r"fischer-(parallel|payload)-([1-9]\d*)", name)
+    if match:
+        size = 16.0 if match.group(1) == "parallel" else 3072.0
+        check_tasks(8 * int(match.group(2)), f"workload {name!r}")
+        return fischer_chains(name, int(match.group(2)), 7, size, seed)
+    match = re.fullmatch(r"fischer-bytes-(\d+)-([1-9]\d*)", name)
+    if match:
+        check_tasks(4 * int(match.group(2)), f"workload {name!r}")
+        return fischer_chains(name, int(match.group(2)), 3, float(match.group(1)), seed)
+    return None
+
+
+def fischer_cluster(name: str) -> Cluster | None:
+    """``fischer-N``: N iMacs (4 cores at 2.7 GHz, 1 Gbps), one worker slot each, capacity 8
+    tasks (fischer-metis-scheduler.txt IV-D: about 8 tasks per machine); None for any other name."""
+    match = re.fullmatch(r"fischer-([1-9]\d*)", name)
+    if match:
+        n = int(match.group(1))
+        check_nodes(n, f"cluster {name!r}")
+        nodes = tuple(Node(f"imac{i + 1}", capacity=8.0, slots=1, cores=4, ghz=2.7, ram_mb=8192.0,
+                           rack=f"row-{i // 8}") for i in range(n))
+        return Cluster(name, nodes)
+    return None
+
+
 #: ``list workloads``: per name (a family for the sized ones), what it is and where it comes from.
 WORKLOAD_DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "linear-N": ("micro-benchmark: a chain of N/2 operators of 2 tasks; rate 1 per task pair, load 1",
@@ -257,7 +312,15 @@ WORKLOAD_DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "pageload": ("PageLoad: a shuffle chain of 7 components of 3 tasks", "R-Storm's evaluation (thesis related work)"),
     "processing": ("Processing: spout (2) -> transform (4) -> two branches of two bolts (4)",
                    "R-Storm's evaluation (thesis related work)"),
+    "fischer-parallel-P": ("Fischer's Parallel as measured: spout + 7 bolts in P disjoint fields-grouped chains "
+                           "(seeded routing), 1000 tuples/s of 16 B per pair", "fischer-metis-scheduler.txt IV-C"),
+    "fischer-payload-P": ("fischer-parallel-P with 3 KB tuples (the demo: P = 10, 80 tasks)",
+                          "fischer-metis-scheduler.txt IV-C"),
+    "fischer-bytes-B-P": ("depth-3 chains of P tasks per stage, tuples of B bytes", "fischer-metis-scheduler.txt V-B1"),
     "random-K[-sS]": ("seeded random DAG of K operators (seed S, default 0), parallelism 1-8", "ours (random_topology)"),
+    "caps-<profile>": ("a CAPSys operator profile (compute, state, network per task): Q1-Q6, Q1_updated-Q6_updated, "
+                       "multi, q8, deem", "CAPSys (EuroSys 2025), scripts/caps-go/json"),
+    "caps-Q2-join-N": ("CAPSys's Q2-join profile scaled to N tasks (Figure 10)", "CAPSys cmd/eval_only_caps"),
 }
 
 
@@ -267,8 +330,14 @@ def workload_descriptions() -> list[tuple[str, str, str, str]]:
     sizes = f"{MICRO_SIZES[0]}-{MICRO_SIZES[-1]}"
     out = []
     for name, (what, source) in WORKLOAD_DESCRIPTIONS.items():
-        if name.endswith("-N"):
+        if name == "caps-Q2-join-N":
+            tasks = "N"
+        elif name.endswith("-N"):
             tasks = f"N = {sizes}"
+        elif name.endswith("-P"):
+            tasks = "8 P" if name.startswith(("fischer-parallel", "fischer-payload")) else "4 P"
+        elif name == "caps-<profile>":
+            tasks = "21-263"
         elif name in _FIXED:
             tasks = str(workload(name).n_tasks)
         else:
@@ -279,7 +348,8 @@ def workload_descriptions() -> list[tuple[str, str, str, str]]:
 
 def workload_names() -> list[str]:
     micro = [f"{shape}-{n}" for shape in _MICRO for n in MICRO_SIZES]
-    return micro + sorted(_FIXED) + ["random-K[-sS]"]
+    return micro + sorted(_FIXED) + ["fischer-parallel-P", "fischer-payload-P", "fischer-bytes-B-P", "random-K[-sS]"] + [
+        f"caps-{k}" for k in PROFILES if k != "Q2-join"] + ["caps-Q2-join-N"]
 
 
 def topology(name: str) -> Topology:
@@ -295,9 +365,28 @@ def topology(name: str) -> Topology:
     raise InputError(f"unknown workload {name!r} (known: {', '.join(workload_names())})")
 
 
-def workload(name: str) -> TaskGraph:
-    """The built-in workload ``name`` as a task graph."""
-    return TaskGraph.from_topology(topology(name))
+def workload(name: str, seed: int = 0) -> TaskGraph:
+    """The built-in workload ``name`` as a task graph (``seed``: the routing of Fischer's chains)."""
+    if name.startswith("caps-"):
+        return caps_workload(name)
+    graph = fischer_graph(name, seed)
+    return graph if graph is not None else TaskGraph.from_topology(topology(name))
+
+
+def caps_workload(name: str) -> TaskGraph:
+    """``caps-<profile>`` (CAPSys's profiles, :data:`~streamsched.model.contention.PROFILES`) and
+    ``caps-Q2-join-N``: Figure 10's Q2-join scaled to N tasks as CAPSys's ``eval_only_caps`` does."""
+    match = re.fullmatch(r"caps-Q2-join-(\d+)", name)
+    if match:
+        tasks = int(match.group(1))
+        if not 6 <= tasks <= 1_000_000:
+            raise InputError(f"workload {name!r}: Q2-join takes 6 to 1000000 tasks")
+        return graph_from_profile(builtin_profile("Q2-join").scaled(tasks), name)
+    key = name[len("caps-"):]
+    if key not in PROFILES or key == "Q2-join":
+        raise InputError(f"unknown workload {name!r} (known CAPSys profiles: "
+                         f"{', '.join('caps-' + k for k in PROFILES if k != 'Q2-join')}, caps-Q2-join-N)")
+    return graph_from_profile(builtin_profile(key), name)
 
 
 # ------------------------------------------------------------------ clusters
@@ -326,15 +415,58 @@ CLUSTER_DESCRIPTIONS: dict[str, tuple[str, str]] = {
                      "i-scheduler.txt sec. 5-6; t3-scheduler.txt sec. 6"),
     "thesis-9": ("the nine supervisors (8 / 4 / 4 cores), 3 worker slots each", "thesis Table 4.1"),
     "thesis-9-sK": ("thesis-9 with K worker slots per node (the scenarios S1-S6)", "thesis Tables 4.1-4.2"),
+    "caps-WxS": ("W workers of S slots, capacity S tasks each (CAPSys's cluster shapes, e.g. caps-4x8)",
+                 "CAPSys (EuroSys 2025)"),
+    "fischer-N": ("N iMacs (4 cores at 2.7 GHz, 1 Gbps), one worker slot, capacity 8 tasks (the demo: N = 11)",
+                  "fischer-metis-scheduler.txt IV-D"),
+    "storm-large-01": ("1,312 supervisors in 16 racks: 3,600/3,500 % CPU, 178,000 MB (racks 0-11), 2,400/2,300 %, "
+                       "118,100 MB (12-13), 1,200/1,100 %, 42,480 MB (14-15); 50 slots (capacity in cores)",
+                       "Storm TestLargeCluster.getSupervisorDistribution01"),
+    "storm-large-02": ("1,922 supervisors in 21 racks, 10 kinds of machine (capacity in cores)",
+                       "Storm TestLargeCluster.getSupervisorDistribution02"),
+    "storm-large-03": ("80 supervisors in 2 racks: 1,100 % CPU, 58,829 MB, 12 slots (capacity in cores)",
+                       "Storm TestLargeCluster.getSupervisorDistribution03"),
+}
+
+#: Storm's TestLargeCluster.SupervisorDistribution: (count, rack, slots, memory MB, CPU %) rows.
+STORM_LARGE: dict[str, tuple[tuple[int, str, int, int, int], ...]] = {
+    "storm-large-01": tuple(row for rack in range(16) for row in (
+        (41, f"r{rack:03d}", 50, *((178_000, 3600) if rack < 12 else (118_100, 2400) if rack < 14 else (42_480, 1200))),
+        (41, f"r{rack:03d}", 50, *((178_000, 3500) if rack < 12 else (118_100, 2300) if rack < 14 else (42_480, 1100))))),
+    "storm-large-02": (
+        (78, "r001", 12, 42461, 1100), (146, "r002", 36, 181362, 3500), (18, "r003", 36, 181362, 3500),
+        (120, "r004", 36, 181362, 3500), (24, "r005", 36, 181362, 3500), (16, "r005", 48, 177748, 4700),
+        (12, "r006", 18, 88305, 1800), (368, "r006", 36, 181205, 3500), (62, "r007", 48, 177748, 4700),
+        (50, "r008", 36, 181348, 3500), (64, "r008", 48, 177748, 4700), (74, "r009", 48, 177748, 4700),
+        (74, "r010", 48, 177748, 4700), (10, "r011", 48, 177748, 4700), (78, "r012", 24, 120688, 2300),
+        (150, "r013", 48, 177748, 4700), (76, "r014", 36, 181362, 3500), (38, "r015", 48, 174431, 4700),
+        (78, "r016", 36, 181375, 3500), (72, "r017", 36, 181362, 3500), (80, "r018", 36, 181362, 3500),
+        (76, "r019", 36, 181362, 3500), (78, "r020", 24, 120696, 2300), (80, "r021", 24, 120696, 2300)),
+    "storm-large-03": ((40, "r001", 12, 58829, 1100), (40, "r002", 12, 58829, 1100)),
 }
 
 
+def storm_large_cluster(name: str) -> Cluster:
+    """A layout of :data:`STORM_LARGE`: supervisor ``<rack>s<index in rack>``, capacity and
+    cores = CPU % / 100 (loads in cores: Storm's percent of a core / 100), RAM, slots, rack."""
+    nodes, seen = [], {}
+    for count, rack, slots, memory, cpu in STORM_LARGE[name]:
+        for _ in range(count):
+            seen[rack] = seen.get(rack, -1) + 1
+            nodes.append(Node(f"{rack}s{seen[rack]:03d}", capacity=cpu / 100.0, slots=slots, cores=cpu // 100,
+                              ram_mb=float(memory), rack=rack))
+    return Cluster(name, tuple(nodes), capacity_unit=CORES)
+
+
 def cluster_names() -> list[str]:
-    return ["homogeneous-10", "heterogeneous-10", "high-low-H-L", "thesis-9", "thesis-9-sK"]
+    """The built-in clusters (a family's pattern for the sized ones), as ``list clusters`` shows them."""
+    return list(CLUSTER_DESCRIPTIONS)
 
 
 def cluster(name: str) -> Cluster:
     """The built-in cluster ``name``."""
+    if name in STORM_LARGE:
+        return storm_large_cluster(name)
     if name == "homogeneous-10":
         return Cluster.from_types(name, (10, {"capacity": 4.0}))
     if name == "heterogeneous-10":
@@ -347,4 +479,11 @@ def cluster(name: str) -> Cluster:
         if int(match.group(1) or 3) < 1:
             raise InputError(f"cluster {name!r}: thesis-9-sK needs K >= 1 worker slots per node")
         return thesis_cluster(int(match.group(1) or 3))
+    fischer = fischer_cluster(name)
+    if fischer is not None:
+        return fischer
+    match = re.fullmatch(r"caps-(\d+)x(\d+)", name)
+    if match and int(match.group(1)) > 0 and int(match.group(2)) > 0:
+        slots = int(match.group(2))
+        return Cluster.from_types(name, (int(match.group(1)), {"capacity": float(slots), "slots": slots}))
     raise InputError(f"unknown cluster {name!r} (known: {', '.join(cluster_names())})")

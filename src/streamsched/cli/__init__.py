@@ -2,6 +2,8 @@
 renders the result, and maps errors to exit codes (0 ok, 2 bad input, 3 infeasible, 4 some
 schedulers of a ``compare`` failed while the others' rows were written).
 
+``--help`` shows the commands' docstrings as plain text (:mod:`.help`).
+
 ``--verbose`` (before the command) logs streamsched's DEBUG messages to stderr, among them what
 native libraries (METIS, KaHIP, solvers) printed: :mod:`streamsched.native_output` keeps that
 off stdout.
@@ -22,13 +24,14 @@ from typer.exceptions import Abort, TyperException
 
 from streamsched.cli.app import app, err_console
 from streamsched.cli import spark_start
+from streamsched.cli.help import tidy
 from streamsched.errors import StreamschedError
 
 #: The modules that add commands to :data:`.app.app` (imported by :func:`load_commands`).
 TOPICS = ("core", "costs", "edge", "engines", "evaluation", "optimal", "pipeline")
 #: The topic of the commands that are worth loading alone (those of the monitoring pipeline:
 #: the others' matplotlib, solvers and engine readers take a second to import).
-COMMAND_TOPIC = {name: "pipeline" for name in ("gen-metrics", "ingest", "watch", "export", "pipeline-demo", "collect")}
+COMMAND_TOPIC = {name: "pipeline" for name in ("gen-metrics", "ingest", "watch", "export", "run", "demo", "collect")}
 
 #: Name of the stderr handler ``--verbose`` adds to the ``streamsched`` logger.
 VERBOSE_HANDLER = "streamsched-verbose"
@@ -79,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     load_commands(spark_start.command_of(args)[0])
     try:
-        result = app(args=args, prog_name="streamsched", standalone_mode=False)
+        command = tidy(typer.main.get_command(app))
+        result = command(args=args, prog_name="streamsched", standalone_mode=False)
     except TyperException as exc:  # usage errors: typer's (vendored click) exceptions
         context = getattr(exc, "ctx", None)
         hint = f" (see `{context.command_path} --help`)" if context is not None else ""

@@ -5,6 +5,7 @@ modules."""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ console = Console(width=None if sys.stdout.isatty() else 120)
 WorkloadOpt = typer.Option(None, "--workload", "-w", help="built-in workload name (see `list workloads`)")
 GraphOpt = typer.Option(None, "--graph", "-g", help="graph: a snapshot directory (as `ingest` prints it) or its .parquet, "
                         "a read-engine output directory, an edge list (.csv/.parquet/.json), sendgraph JSON, or topology (.yaml)")
-ClusterOpt = typer.Option("homogeneous-10", "--cluster", "-c", help="built-in cluster name or cluster YAML file")
+ClusterOpt = typer.Option(None, "--cluster", "-c", help="built-in cluster name (see `list clusters`) or cluster "
+                          "file; default: the cluster.yaml of a read-engine --graph directory, else homogeneous-10")
 ParamOpt = typer.Option(None, "--param", "-p", help="scheduler parameter k=v (repeatable)")
 JsonOpt = typer.Option(False, "--json", help="print the full result as JSON instead of a summary")
 
@@ -51,72 +53,19 @@ def finite_or_null(value: Any) -> Any:
     return value
 
 
-def load_graph(workload: Optional[str], graph: Optional[Path]) -> TaskGraph:
-    """The task graph named by ``--workload`` or read from ``--graph``."""
-    if (workload is None) == (graph is None):
-        raise InputError("give exactly one of --workload NAME or --graph FILE")
-    if workload is not None:
-        from streamsched import workloads
+def load_inputs(workload: Optional[str], graph: Optional[Path], cluster: Optional[str],
+                units: bool = True) -> tuple[TaskGraph, Cluster]:
+    """Graph and cluster of a command (:func:`streamsched.resolve.inputs`); ``units=False`` for
+    commands that read a placement (its cluster is checked first, then the units)."""
+    from streamsched import resolve
 
-        return workloads.workload(workload)
-    return read_graph_argument(graph)
-
-
-def read_graph_argument(graph: Path) -> TaskGraph:
-    """One graph argument for every command: a snapshot directory of the store (as ``ingest``
-    prints it) or the snapshot's own ``.parquet`` (both read with the manifest's topology name
-    and load unit), a ``read-engine`` output directory (its ``graph.json``), a topology
-    (``.yaml``, or ``.json`` with ``operators``), or a graph file (:func:`read_graph`)."""
-    from streamsched.model import TaskGraph, Topology
-    from streamsched.model.graph_files import read_graph
-    from streamsched.pipeline.store import MANIFEST, list_snapshots, load_snapshot, read_manifest
-
-    if graph.is_dir():
-        if (graph / MANIFEST).is_file():
-            return load_snapshot(graph)
-        if (graph / "graph.json").is_file():
-            return read_graph(graph / "graph.json")
-        if (graph / "snapshots").is_dir():
-            snapshots = list_snapshots(graph)
-            latest = f"; its latest: {snapshots[-1]}" if snapshots else " (it holds none yet)"
-            raise InputError(f"{graph}: a snapshot store; give one of its snapshot directories{latest}")
-        raise InputError(f"{graph}: a directory, but neither a snapshot ({MANIFEST}) nor a read-engine output "
-                         "(graph.json)")
-    if not graph.exists():
-        raise InputError(f"{graph}: file not found")
-    if graph.suffix.lower() == ".parquet" and (graph.parent / MANIFEST).is_file():
-        try:
-            is_snapshot = read_manifest(graph.parent).get("graph") == graph.name
-        except InputError:  # a manifest.json of something else: read the file as it is
-            is_snapshot = False
-        if is_snapshot:
-            return load_snapshot(graph.parent)
-    suffix = graph.suffix.lower()
-    if suffix in (".yaml", ".yml"):
-        return TaskGraph.from_topology(Topology.load(graph))
-    if suffix == ".json" and graph.exists():
-        from streamsched.io import read_document
-
-        if isinstance(read_document(graph), dict) and "operators" in read_document(graph):
-            return TaskGraph.from_topology(Topology.load(graph))
-    return read_graph(graph)
-
-
-def load_cluster(spec: str) -> Cluster:
-    """A built-in cluster name, or a YAML/JSON cluster file."""
-    from streamsched import workloads
-    from streamsched.model import Cluster
-
-    path = Path(spec)
-    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
-        return Cluster.load(path)
-    return workloads.cluster(spec)
+    return resolve.inputs(workload, graph, cluster, units=units)
 
 
 def read_placement(path: Path, graph: TaskGraph, nodes: Cluster) -> Placement:
     """A placement file for ``graph`` on ``nodes``; one made for another cluster (its name, or
     its content fingerprint, differs) is refused (exit 2) rather than read by node names."""
-    from streamsched.io import read_document
+    from streamsched.model.io import read_document
     from streamsched.model import Placement
 
     data = read_document(path)
@@ -130,15 +79,24 @@ def read_placement(path: Path, graph: TaskGraph, nodes: Cluster) -> Placement:
 
 
 def check_output_file(path: Optional[Path], option: str = "--out") -> None:
-    """Before any work: ``path`` must be writable as a file (its directory exists, it is not a
-    directory), else one line naming it (exit 2)."""
+    """Before any work: ``path`` must be writable as a file: not a directory, and its directory
+    either exists or can be made (no file in the way; the writer makes it), else one line naming
+    it (exit 2)."""
     if path is None:
         return
     if path.is_dir():
         raise InputError(f"{path}: Is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"{path}: No such file or directory")
+    check_output_dir(path.parent if str(path.parent) else Path("."), option)
+
+
+def check_output_dir(directory: Path, option: str = "--out") -> None:
+    """``directory`` exists as a directory or can be made: its nearest existing ancestor is a
+    directory (a file in the way: one line naming it, exit 2)."""
+    for ancestor in (directory, *directory.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise InputError(f"{option} {directory}: {ancestor} is a file, not a directory")
+            return
 
 
 def parse_params(pairs: Optional[list[str]]) -> dict[str, Any]:
@@ -150,3 +108,53 @@ def parse_params(pairs: Optional[list[str]]) -> dict[str, Any]:
             raise InputError(f"--param {pair!r}: expected k=v")
         out[key.strip()] = value.strip()
     return out
+
+
+def print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: list[dict[str, Any]],
+                         decision: dict[str, Any]) -> None:
+    """The ranked rows (best marked), then the sort key and the verdict line."""
+    from rich.table import Table
+
+    from streamsched.cli.app import err_console
+    from streamsched.evaluation.comparison import SORT_KEY
+
+    columns = {"rank": "#", "scheduler": "scheduler", "inter_node_traffic": "inter-node", "inter_worker_traffic": "inter-worker",
+               "nodes_used": "nodes", "load_imbalance": "imbalance", "throughput_tps": "predicted",
+               "bottleneck": "bottleneck", "wall_time_s": "time (s)", "status": "status",
+               "bound": "bound", "gap": "gap"}
+    table = Table(*columns.values(), title=f"{task_graph.name} on {nodes.name} (seed {seed}); traffic and predicted "
+                                           f"throughput in tuples/s")
+    for row in rows:
+        cells = [cell(row.get(c, "")) for c in columns]
+        if row.get("scheduler") in decision.get("tie", ()):
+            cells[1] += " (tie)"
+        if isinstance(row.get("gap"), float):
+            cells[-1] = f"{100 * row['gap']:.1f} %"
+        if row.get("best"):
+            cells[0], cells[1] = f"{row['rank']} best", f"[bold]{cells[1]}[/bold]"
+        table.add_row(*cells)
+    console.print(table)
+    for row in rows:
+        if row.get("error"):
+            err_console.print(f"{row['scheduler']}: {row['error']}", highlight=False)
+        if row.get("status") == "skipped":
+            err_console.print(f"{row['scheduler']}: skipped: {row['reason']}", highlight=False)
+    if decision["model"] is None:
+        console.print(f"ranked by {SORT_KEY}; {decision['model_error_source']}", highlight=False, soft_wrap=True)
+    else:
+        console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
+                      f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})",
+                      highlight=False, soft_wrap=True)
+    console.print(decision["text"], highlight=False, markup=False, soft_wrap=True)
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        from streamsched.evaluation.verdict import fmt
+
+        return fmt(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
-from streamsched import workloads
+from streamsched import job, workloads
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, console,
-                                    emit, finite_or_null, load_cluster, load_graph, parse_params, read_placement)
+                                    cell, emit, finite_or_null, load_inputs, parse_params, print_compare_table,
+                                    read_placement)
 from streamsched.cli.summaries import placement_lines
-from streamsched.comparison import SORT_KEY, rank_outcomes, resolve_names, run_schedulers
-from streamsched.evaluation.performance import regime
-from streamsched.evaluation.verdict import PRESET, add_predictions, fmt, model_error, verdict
+from streamsched.evaluation.comparison import SORT_KEY, resolve_names
+from streamsched.performance import regime
+from streamsched.evaluation.verdict import PRESET
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate as evaluate_placement
-from streamsched.model import Cluster, TaskGraph
+from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.model.paths import safe_name
 from streamsched.schedulers import available, get_scheduler, scheduler_class
 from streamsched.schedulers.base import schedule_many
@@ -58,7 +58,8 @@ def list_(what: str = typer.Argument("all", help="schedulers, workloads, cluster
     if what in ("all", "clusters"):
         listing["clusters"] = [
             {"cluster": name, "what": what_it_is, "source": source,
-             "nodes": "H + L" if name == "high-low-H-L" else str(workloads.cluster(name.replace("-sK", "")).n_nodes)}
+             "nodes": "H + L" if name == "high-low-H-L" else "N" if name == "fischer-N" else "W" if name == "caps-WxS"
+             else str(workloads.cluster(name.replace("-sK", "")).n_nodes)}
             for name, (what_it_is, source) in workloads.CLUSTER_DESCRIPTIONS.items()]
     if as_json:
         console.print_json(data=listing)
@@ -100,10 +101,13 @@ def schedule(
         raise InputError("give exactly one of --workload NAME or --graph FILE (repeat it for several topologies)")
     check_output_file(out)
     if len(workload or graph or []) > 1:
-        _schedule_several([load_graph(w, None) for w in workload or []] + [load_graph(None, g) for g in graph or []],
-                          load_cluster(cluster), scheduler, parse_params(param), seed, out, as_json)
+        from streamsched import resolve
+
+        _schedule_several([resolve.graph(w) for w in workload or []] + [resolve.graph(path=g) for g in graph or []],
+                          resolve.cluster(cluster, (graph or [None])[0]), scheduler, parse_params(param), seed, out,
+                          as_json)
         return
-    task_graph, nodes = load_graph((workload or [None])[0], (graph or [None])[0]), load_cluster(cluster)
+    task_graph, nodes = load_inputs((workload or [None])[0], (graph or [None])[0], cluster)
     params = parse_params(param)
     check_isolation_topologies(scheduler, params, [task_graph.name])
     with err_console.status(f"scheduling {task_graph.name} with {scheduler}"):
@@ -149,7 +153,7 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Metrics of a placement file: traffic, nodes used, balance, validity."""
-    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    task_graph, nodes = load_inputs(workload, graph, cluster, units=False)
     loaded = read_placement(placement, task_graph, nodes)
     metrics = evaluate_placement(task_graph, loaded, nodes)
     if as_json:
@@ -157,7 +161,7 @@ def evaluate(
         return
     table = Table("metric", "value", title=f"{placement.name}")
     for key, value in metrics.items():
-        table.add_row(key, _fmt(value))
+        table.add_row(key, cell(value))
     console.print(table)
 
 
@@ -181,6 +185,9 @@ def compare(
     report: Optional[Path] = typer.Option(None, "--report", help="also write an HTML report (charts, placement pictures, predicted throughput) with .csv/.json beside it"),
     model: str = typer.Option(PRESET, "--model", help="fitted parameter set of the predictions and the verdict: "
                               "the one fitted on the hardware nearest the cluster's (docs/evaluation.md, Calibration)"),
+    current: Optional[Path] = typer.Option(
+        None, "--current", help="the job's running placement (placement.json of read-engine; found there by itself "
+                                "when --graph is a read-engine output): a row 'current' and the verdict's baseline"),
 ) -> None:
     """Run several schedulers on one workload and cluster and compare them: rows ranked by
     inter-node traffic (then predicted throughput), the best marked, and a verdict against even
@@ -190,7 +197,7 @@ def compare(
     and its reason; the other rows are printed and the exit code is 4. When no scheduler
     places the graph (every row infeasible or skipped) the exit code is 3.
     """
-    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    task_graph, nodes = load_inputs(workload, graph, cluster)
     names = resolve_names(schedulers, nodes)
     params = parse_params(param)
     if "isolation" in names:
@@ -198,25 +205,20 @@ def compare(
     for key in params:
         if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
             raise InputError(f"--param {key}: no selected scheduler declares it")
-    model_name, model = model, regime(model)
+    regime(model)  # an unknown set fails before any scheduler runs
+    running = _running_placement(current, graph, task_graph, nodes)
+    if report is not None:
+        from streamsched.evaluation.report import check_report_path, write_report
+
+        check_report_path(report)
     with err_console.status("comparing") as status:
         on_start = lambda n: status.update(f"running {n} on {task_graph.name}")  # noqa: E731
-        if report is None:
-            outcomes = run_schedulers(task_graph, nodes, names, params, seed, on_start=on_start)
-            add_predictions(outcomes, task_graph, nodes, model)
-        else:
-            from streamsched.evaluation.report import check_report_path, write_report
-            from streamsched.evaluation.report import run_schedulers as run_with_predictions
-
-            check_report_path(report)
-            outcomes = run_with_predictions(task_graph, nodes, names, params, seed, model=model, on_start=on_start)
-        outcomes = rank_outcomes(outcomes)
-        rows = [o.row for o in outcomes]
-        error, error_source = model_error(model_name)
-        decision = verdict(rows, error, model_name, error_source)
+        compared = job.compare(task_graph, nodes, names, params, seed, model, on_start, current=running)
+        rows, decision = compared.rows, compared.verdict
         if report is not None:
             status.update(f"writing {report}")
-            written = write_report(report, task_graph, nodes, outcomes, model=model, seed=seed, verdict=decision)
+            written = write_report(report, task_graph, nodes, compared.outcomes, model=regime(model), seed=seed,
+                                   verdict=decision)
             err_console.print("report: " + ", ".join(str(p) for p in written), highlight=False)
     placed_none = bool(rows) and all(row.get("status") in ("infeasible", "skipped") for row in rows) \
         and any(row.get("status") == "infeasible" for row in rows)
@@ -225,7 +227,7 @@ def compare(
                     "verdict": decision, "results": rows}
         console.print_json(data=finite_or_null(document))
     elif not placed_none:
-        _print_compare_table(task_graph, nodes, seed, rows, decision)
+        print_compare_table(task_graph, nodes, seed, rows, decision)
     failed = [row["scheduler"] for row in rows if row.get("status") == "error"]
     if failed:
         err_console.print(f"{len(failed)} of {len(rows)} schedulers failed: {', '.join(failed)}", highlight=False)
@@ -236,36 +238,24 @@ def compare(
                               f"infeasible (first reason: {reason})")
 
 
-def _print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: list[dict[str, Any]],
-                         decision: dict[str, Any]) -> None:
-    """The ranked rows (best marked), then the sort key and the verdict line."""
-    columns = {"rank": "#", "scheduler": "scheduler", "inter_node_traffic": "inter-node", "inter_worker_traffic": "inter-worker",
-               "nodes_used": "nodes", "load_imbalance": "imbalance", "throughput_tps": "predicted",
-               "bottleneck": "bottleneck", "wall_time_s": "time (s)", "status": "status"}
-    table = Table(*columns.values(), title=f"{task_graph.name} on {nodes.name} (seed {seed}); traffic and predicted "
-                                           f"throughput in tuples/s")
-    for row in rows:
-        cells = [_fmt(row.get(c, "")) for c in columns]
-        if row.get("best"):
-            cells[0], cells[1] = f"{row['rank']} best", f"[bold]{cells[1]}[/bold]"
-        table.add_row(*cells)
-    console.print(table)
-    for row in rows:
-        if row.get("error"):
-            err_console.print(f"{row['scheduler']}: {row['error']}", highlight=False)
-        if row.get("status") == "skipped":
-            err_console.print(f"{row['scheduler']}: skipped: {row['reason']}", highlight=False)
-    console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
-                  f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})", highlight=False,
-                  soft_wrap=True)
-    console.print(decision["text"], highlight=False, markup=False, soft_wrap=True)
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return fmt(value)
-    if isinstance(value, (list, dict)):
-        return json.dumps(value)
-    return str(value)
+def _running_placement(current: Optional[Path], graph: Optional[Path], task_graph: TaskGraph,
+                       nodes: Cluster) -> Optional[Placement]:
+    """The job's running placement: ``--current``, else the ``placement.json`` a read-engine
+    output directory holds beside ``--graph`` when it says ``current`` and was made for this
+    cluster (a note on stderr says it is the baseline)."""
+    if current is not None:
+        return read_placement(current, task_graph, nodes)
+    if graph is None:
+        return None
+    beside = (graph if graph.is_dir() else graph.parent) / "placement.json"
+    if not beside.is_file() or (not graph.is_dir() and graph.name != "graph.json"):
+        return None
+    try:
+        found = read_placement(beside, task_graph, nodes)
+    except InputError as exc:
+        err_console.print(f"note: {beside} not used as the running placement: {exc}", highlight=False)
+        return None
+    if not found.metadata.get("current"):
+        return None
+    err_console.print(f"baseline: the running placement {beside} (row 'current')", highlight=False)
+    return found

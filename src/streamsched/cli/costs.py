@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.common import ClusterOpt, load_cluster, read_placement
+from streamsched import resolve
+from streamsched.cli.common import ClusterOpt, read_placement
 from streamsched.errors import InputError
 from streamsched.evaluation.cost_regression import WEIGHTINGS, Window, fit_costs
 from streamsched.pipeline.store import MANIFEST, list_snapshots, load_snapshot, read_manifest
@@ -74,7 +75,7 @@ def fit_costs_command(
     if len(placement) != len(snapshots):
         raise InputError(f"{len(snapshots)} snapshots but {len(placement)} --placement files: give one per snapshot, "
                          f"in this order: {', '.join(str(s) for s in snapshots)}")
-    nodes = load_cluster(cluster)
+    nodes = resolve.cluster(cluster)
     windows = []
     for snapshot, placed in zip(snapshots, placement):
         graph = load_snapshot(snapshot)

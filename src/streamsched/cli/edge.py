@@ -38,7 +38,7 @@ def simulate(
     strategy: str = typer.Option("topset-p", "--strategy", help="comma list of topset, topset-p, ga-i, ga-g, edge-only, cloud-only, or all"),
     rebalance: str = typer.Option("none", "--rebalance", help="comma list of none, vertex, edge, both, or all"),
     out: Path = typer.Option(..., "--out", help="directory for intervals.csv, summary.json and the figures"),
-    intervals: Optional[int] = typer.Option(None, "--intervals", min=1, help="stop after this many control intervals"),
+    intervals: Optional[int] = typer.Option(None, "--intervals", min=1, help="stop after this many control intervals (default: all of the setup's)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the setup, dataflows, workload and GA"),
     population: int = typer.Option(64, "--population", min=4, help="GA population"),
     generations: int = typer.Option(100, "--generations", min=1, help="GA generations (at most)"),

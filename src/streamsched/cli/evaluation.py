@@ -11,13 +11,13 @@ from rich.console import Console
 from rich.table import Table
 
 from streamsched.cli.app import app, err_console
-from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, WorkloadOpt, emit, load_cluster, load_graph,
+from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, WorkloadOpt, emit, load_inputs,
                                     read_placement)
 from streamsched.cli.summaries import prediction_lines
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.registry import experiments
 from streamsched.evaluation.experiments.runner import reproduce as run_reproduction
-from streamsched.evaluation.performance import REGIMES, describe, predict as predict_placement, regime
+from streamsched.performance import REGIMES, describe, predict as predict_placement, regime
 from streamsched.schedulers import available
 
 console = Console()
@@ -88,7 +88,7 @@ def predict(
 ) -> None:
     """The performance model's throughput, latency and bottleneck for a placement (a model, not
     a measurement; formulas in docs/evaluation.md)."""
-    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    task_graph, nodes = load_inputs(workload, graph, cluster)
     loaded = read_placement(placement, task_graph, nodes)
     problems = loaded.violations(task_graph, nodes)
     if problems:  # as `export` refuses it and `evaluate` flags it (issue 16)

@@ -10,7 +10,7 @@ import typer
 
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
-                                    load_cluster, load_graph, parse_params, read_placement)
+                                    load_inputs, parse_params, read_placement)
 from streamsched.cli.summaries import replan_lines
 from streamsched.errors import InputError
 from streamsched.metrics import evaluate as evaluate_placement
@@ -44,7 +44,7 @@ def replan(
         from streamsched.evaluation.report import check_report_path
 
         check_report_path(report)
-    task_graph, nodes = load_graph(workload, graph), load_cluster(cluster)
+    task_graph, nodes = load_inputs(workload, graph, cluster, units=False)
     running = read_placement(current, task_graph, nodes)
     with err_console.status(f"re-planning {task_graph.name}"):
         placement = get_scheduler("optimal", **parse_params(param)).replan(

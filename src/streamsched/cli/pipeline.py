@@ -1,4 +1,4 @@
-"""Pipeline commands: gen-metrics, ingest, watch, export, pipeline-demo.
+"""Pipeline commands: gen-metrics, ingest, watch, export, the main job (run, demo), collect.
 
 Spark is imported only inside the commands that run it, so the CLI starts without a JVM.
 """
@@ -16,9 +16,9 @@ from rich.console import Console
 
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, emit,
-                                    load_cluster, load_graph, parse_params, read_placement)
-from streamsched.cli.summaries import (demo_lines, generated_lines, log_collected_lines, rest_collected_lines,
-                                       watch_lines)
+                                    load_inputs, parse_params, read_placement)
+from streamsched.cli.summaries import (chunk_line, generated_lines, job_lines, live_loop_lines, log_collected_lines,
+                                       rest_collected_lines, watch_lines)
 from streamsched.errors import InputError
 
 console = Console()
@@ -29,7 +29,7 @@ StoreOpt = typer.Option(..., "--store", help="snapshot store directory")
 ChunksOutOpt = typer.Option(..., "--out", "-o", help="directory watch reads (chunks, sidecars, state)")
 IntervalOpt = typer.Option(60.0, "--interval", help="seconds between readings")
 ReadingOnceOpt = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop")
-TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds")
+TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds (default: run until stopped)")
 
 
 def check_writable(directory: Path, option: str) -> None:
@@ -78,7 +78,7 @@ def gen_metrics(
         "TIME for every operator not named): loads become the busy cores the tuples cost"),
     remote_cpu_per_tuple: Optional[str] = typer.Option(
         None, "--remote-cpu-per-tuple", help="TIME: extra CPU per tuple leaving its worker, half on each end"),
-    rows_per_file: int = typer.Option(1_000_000, "--rows-per-file"),
+    rows_per_file: int = typer.Option(1_000_000, "--rows-per-file", help="rows per metric file at most"),
     seed: int = typer.Option(0, "--seed", min=0),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -86,8 +86,7 @@ def gen_metrics(
     from streamsched.model.costs import parse_cost_model
     from streamsched.pipeline.generate import generate_metrics
 
-    task_graph = load_graph(workload, graph)
-    nodes = load_cluster(cluster)
+    task_graph, nodes = load_inputs(workload, graph, cluster, units=False)
     costs = parse_cost_model(cpu_per_tuple or [], remote_cpu_per_tuple)
     placed = [read_placement(p, task_graph, nodes) for p in placement or []]
     summary = generate_metrics(task_graph, out, rows=rows, fmt=fmt, placement=placed or None, cluster=nodes, seed=seed,
@@ -104,7 +103,7 @@ def ingest(
     paths: list[Path] = typer.Argument(..., help="metric files or directories"),
     store: Path = StoreOpt,
     window: float = typer.Option(60.0, "--window", help="sliding window W in seconds"),
-    half_life: Optional[float] = typer.Option(None, "--half-life", help="exponential weighting instead (s)"),
+    half_life: Optional[float] = typer.Option(None, "--half-life", help="exponential weighting with this half-life in seconds instead of the window (default: none)"),
     until: Optional[float] = typer.Option(None, "--until", help="window end, epoch s (default: latest row)"),
     fmt: Optional[str] = typer.Option(None, "--format", help="force one source format for every file"),
     topology: Optional[str] = typer.Option(
@@ -176,6 +175,7 @@ def watch(
 ) -> None:
     """Structured Streaming: a snapshot per window; re-plan (the scheduler's ``replan``), emit
     an assignment when a task moves."""
+    from streamsched import resolve
     from streamsched.model.units import check_unit
     from streamsched.pipeline.session import resolve_path
     from streamsched.pipeline.sources import Options
@@ -201,8 +201,9 @@ def watch(
                              f"{', '.join(sorted(declared)) or 'nothing'})")
         options[key] = value
     planner_scheduler.replan_settings(options)  # a bad value fails now, naming the option
-    cluster_file = Path(cluster) if Path(cluster).exists() else None
-    planner = Replanner(planner_scheduler, load_cluster(cluster), options, seed, out or store / "assignments")
+    cluster_file = Path(cluster) if cluster is not None and Path(cluster).exists() else None
+    planner = Replanner(planner_scheduler, resolve.cluster(cluster), options, seed, out or store / "assignments",
+                        running=_running_reader(directory))
     if planner.cluster.capacity_unit != load_unit:
         raise InputError(f"--load-unit: {load_unit!r}, but cluster {planner.cluster.name!r} has capacities in "
                          f"{planner.cluster.capacity_unit!r}")
@@ -219,6 +220,26 @@ def watch(
     if report["files_ignored"]:
         err_console.print(f"ignored (neither traffic*.csv nor load*.csv): {', '.join(report['files_ignored'])}")
     emit(report, as_json, watch_lines(report))
+
+
+def _running_reader(directory: Path):
+    """``Replanner.running``: the engine's placement a collector (``collect flink``) keeps in
+    ``directory``; a file that does not fit the window's graph or the cluster is noted once and
+    not used."""
+    from streamsched.pipeline.collect_rest import running_placement
+
+    noted: set[str] = set()
+
+    def running(graph, cluster):
+        try:
+            return running_placement(directory, graph, cluster)
+        except InputError as exc:
+            if str(exc) not in noted:
+                noted.add(str(exc))
+                err_console.print(f"note: the running placement is not used: {exc}", highlight=False)
+            return None
+
+    return running
 
 
 def _resume(planner) -> None:
@@ -261,7 +282,6 @@ def export(
     placement: Path = typer.Argument(..., help="placement JSON"),
     workload: Optional[str] = WorkloadOpt,
     graph: Optional[Path] = GraphOpt,
-    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="a snapshot directory as the graph"),
     cluster: str = ClusterOpt,
     fmt: str = typer.Option(..., "--format", help="storm, heron or kubernetes"),
     per: Optional[str] = typer.Option(None, "--per", help="kubernetes: one Deployment per worker (default) or per task"),
@@ -285,7 +305,6 @@ def export(
     """Turn a placement into what an engine applies (Storm slots, Heron packing plan, Kubernetes
     Deployments pinned by node affinity; docs/engines.md)."""
     from streamsched.engines.exports import FORMATS, export as export_placement
-    from streamsched.pipeline.store import load_snapshot
 
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
@@ -298,14 +317,7 @@ def export(
                              f"not {fmt}")
     per, kind = per or "worker", kind or "deployment"
     check_output_file(out)
-
-    if snapshot is not None:
-        if workload is not None or graph is not None:
-            raise InputError("give one of --snapshot, --workload, --graph")
-        task_graph = load_snapshot(snapshot)
-    else:
-        task_graph = load_graph(workload, graph)
-    nodes = load_cluster(cluster)
+    task_graph, nodes = load_inputs(workload, graph, cluster, units=False)
     kinds = {"deployment": "Deployment", "statefulset": "StatefulSet"}
     if kind.lower() not in kinds:
         raise InputError(f"--kind: {kind!r} is not one of {', '.join(kinds)}")
@@ -328,41 +340,121 @@ def export(
     if out is None:
         print(text)
     else:
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n")
 
 
-@app.command("pipeline-demo")
-def pipeline_demo(
-    workload: str = typer.Option(
-        "fischer-payload-10", "--workload", "-w",
-        help="built-in workload or an experiment's graph (fischer-payload-10: Fischer's Payload, 10 chains of 8 tasks)"),
-    cluster: str = typer.Option(
-        "fischer-11", "--cluster", "-c", help="built-in cluster, an experiment's (fischer-N: N iMacs) or a cluster file"),
-    scheduler: str = typer.Option("even", "--scheduler", "-s"),
+SchedulersOpt = typer.Option("all", "--schedulers", help="comma-separated names, a family (cluster, edge) or all")
+ModelOpt = typer.Option("default", "--model", help="fitted parameter set of the predictions and the verdict "
+                        "(docs/evaluation.md, Calibration)")
+PlanFormatOpt = typer.Option("storm", "--plan-format", help="the recommended placement's plan: storm, heron or "
+                             "kubernetes")
+
+
+def _job_checks(schedulers: str, param: Optional[list[str]], model: str, nodes):
+    """Scheduler names, parameters and the model set, checked before Spark starts (exit 2)."""
+    from streamsched.evaluation.comparison import resolve_names
+    from streamsched.performance import regime
+    from streamsched.schedulers import scheduler_class
+
+    names, params = resolve_names(schedulers, nodes), parse_params(param)
+    for key in params:
+        if not any(key in {p.name for p in scheduler_class(n).params} for n in names):
+            raise InputError(f"--param {key}: no selected scheduler declares it")
+    for name in names:
+        scheduler_class(name)(**{k: v for k, v in params.items()
+                                 if k in {p.name for p in scheduler_class(name).params}}).resolved_params()
+    regime(model)
+    return names, params
+
+
+def _show_job(result, generated, as_json: bool) -> None:
+    """The job's account: ingest, snapshot, the ranked comparison with its verdict, what was written."""
+    from streamsched.cli.common import print_compare_table
+
+    if as_json:
+        emit({"generated": generated, **result.summary()} if generated else result.summary(), True, [])
+        return
+    emit({}, False, job_lines(result, generated))
+    print_compare_table(result.ingested.graph, result.cluster, 0, result.compared.rows, result.compared.verdict)
+    written = [str(p) for p in result.report] + ([str(result.plan)] if result.plan else [])
+    err_console.print("wrote " + ", ".join(written), highlight=False, soft_wrap=True)
+
+
+@app.command("run")
+def run_main_job(
+    paths: list[Path] = typer.Argument(..., help="monitoring data: metric files or directories (as ingest reads)"),
+    cluster: Optional[str] = ClusterOpt,
+    out: Path = typer.Option(..., "--out", "-o", help="directory for the store, report, placement and plan"),
+    schedulers: str = SchedulersOpt,
     param: Optional[list[str]] = ParamOpt,
-    rows: int = typer.Option(20_000, "--rows"),
-    dirty: float = typer.Option(0.01, "--dirty"),
-    out: Path = typer.Option(Path("demo-pipeline"), "--out", "-o"),
-    seed: int = typer.Option(0, "--seed"),
+    window: float = typer.Option(60.0, "--window", help="seconds of data ending at the latest row"),
+    model: str = ModelOpt,
+    plan_format: str = PlanFormatOpt,
+    seed: int = typer.Option(0, "--seed", min=0),
     master: str = MasterOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """generate -> ingest on Spark -> snapshot -> schedule, in one command (the cluster is written
-    to OUT/cluster.json for `compare --cluster`). The scheduler, its parameters and the cluster's
-    room for the workload are checked before Spark starts (exit 2, or 3 when it cannot fit)."""
-    from streamsched.demo import demo_cluster, run_demo
-    from streamsched.evaluation.experiments.registry import build_graph
-    from streamsched.model import Placement
-    from streamsched.pipeline.store import load_snapshot
-    from streamsched.schedulers import get_scheduler
+    """The main job on your monitoring data: ingest on Spark -> snapshot -> every scheduler ->
+    ranked comparison with verdict -> OUT/report.html -> the recommended plan."""
+    from streamsched import job, resolve
+
+    nodes = resolve.cluster(cluster)
+    names, params = _job_checks(schedulers, param, model, nodes)
+    with err_console.status("running the main job") as status:
+        result = job.run_job(_spark(master), paths, out, nodes, names, params, seed, model, window, plan_format,
+                             on_start=lambda n: status.update(f"running {n}"))
+    _show_job(result, None, as_json)
+
+
+@app.command("demo")
+def demo(
+    workload: str = typer.Option("fischer-payload-10", "--workload", "-w",
+                                 help="built-in workload whose monitoring data is generated (see `list workloads`)"),
+    cluster: str = typer.Option("fischer-11", "--cluster", "-c", help="built-in cluster or cluster file"),
+    schedulers: str = SchedulersOpt,
+    param: Optional[list[str]] = ParamOpt,
+    rows: int = typer.Option(20_000, "--rows", help="generated traffic rows"),
+    dirty: float = typer.Option(0.01, "--dirty", help="share of extra dirty rows, in [0, 1)"),
+    model: str = typer.Option("fischer-imac", "--model", help="fitted parameter set (fischer-imac: Fischer's iMacs, "
+                              "the demo cluster's hardware)"),
+    plan_format: str = PlanFormatOpt,
+    flink: bool = typer.Option(True, "--flink/--no-flink", help="then the loop on a live local Flink: start it, "
+                               "run a job, read it, ingest its counters on Spark, place, apply, measure"),
+    flink_scheduler: str = typer.Option("optimal", "--flink-scheduler", help="scheduler of the live Flink job's plan"),
+    out: Path = typer.Option(Path("out/demo"), "--out", "-o"),
+    seed: int = typer.Option(0, "--seed", min=0),
+    master: str = MasterOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """The main job on synthetic monitoring data of a built-in workload (with dirty rows):
+    generate -> ingest on Spark -> snapshot -> every scheduler -> verdict -> report -> plan;
+    then (unless --no-flink) the same loop closed on a live local Flink 2.3 with streamsched's
+    placement plugin: the job's plan applied and its traffic measured before and after."""
+    from streamsched import job, resolve, workloads
     from streamsched.schedulers.base import check_fits
 
-    nodes, params = demo_cluster(cluster), parse_params(param)
-    get_scheduler(scheduler, **params).resolved_params()  # an unknown name or a bad value: exit 2 now
-    check_fits(build_graph(workload), nodes)
-    result = run_demo(_spark(master), workload, nodes, out, scheduler, rows, dirty, seed, params=params)
-    measured = load_snapshot(result["snapshot"])
-    emit(result, as_json, demo_lines(result, measured, nodes, Placement.read(result["placement"], measured, nodes)))
+    nodes = resolve.cluster(cluster)
+    names, params = _job_checks(schedulers, param, model, nodes)
+    check_fits(workloads.workload(workload, seed), nodes)  # exit 3 before Spark when it cannot fit
+    if flink:
+        from streamsched.schedulers import get_scheduler
+
+        get_scheduler(flink_scheduler).resolved_params()
+    spark = _spark(master)
+    with err_console.status("running the demo") as status:
+        generated, result = job.run_demo(spark, workload, nodes, out, names, rows, dirty, seed, model,
+                                         params, plan_format, on_start=lambda n: status.update(f"running {n}"))
+    loop = None
+    if flink:
+        with err_console.status("the loop on a live Flink") as status:
+            loop = job.run_flink_loop(spark, out, flink_scheduler, log=lambda m: status.update(m))
+    if as_json:
+        emit({"generated": generated, **result.summary(), "flink": loop.summary() if loop else None}, True, [])
+        return
+    _show_job(result, generated, False)
+    if loop is not None:
+        emit({}, False, live_loop_lines(loop))
 
 
 collect_app = typer.Typer(help="Collectors: follow a source, write immutable chunk files for watch.",
@@ -412,21 +504,23 @@ def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[
         raise InputError(f"--interval: {interval!r}; must be a finite number of seconds > 0")
     deadline = Deadline(timeout)  # every request ends by then too
     collector = make_collector(deadline)
+    warned: set[str] = set()
 
-    def report(side, chunk_line: bool = True) -> None:
-        if chunk_line:
-            err_console.print(f"chunk {side['rows']} pairs over {side['seconds']:.1f} s "
-                              f"({len(side['resets'])} counter resets)", highlight=False)
+    def report(side, with_chunk: bool = True) -> None:
+        if with_chunk:
+            err_console.print(chunk_line(side), highlight=False, soft_wrap=True)
         for reset in side["resets"]:
             where = reset.get("executor") or reset.get("subtask")
             err_console.print(f"counter reset: {where}: {reset['reason']}; counted {reset['counted']}", highlight=False)
-        for warning in side["warnings"]:
-            err_console.print(f"warning: {warning}", highlight=False)
+        for warning in side["warnings"]:  # each reading repeats the job's warnings: say each once per run
+            if warning not in warned:
+                warned.add(warning)
+                err_console.print(f"warning: {warning}", highlight=False, soft_wrap=True)
 
     if once:  # a reading (the first one is the base of the next difference), then stop
         side = collector.poll()
         if side is not None:
-            report(side, chunk_line=False)  # the chunk's line is the summary on stdout
+            report(side, with_chunk=False)  # the chunk's line is the summary on stdout
         emit({"chunk": side, "next_seq": collector.state["seq"]}, as_json,
              rest_collected_lines(side, collector.state["seq"]))
         return

@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 #: Commands that start a Spark session.
-SPARK_COMMANDS = ("ingest", "watch", "pipeline-demo")
+SPARK_COMMANDS = ("ingest", "watch", "run", "demo")
 DEFAULT_MASTER = "local[2]"
 
 _early: dict[str, "_Start"] = {}

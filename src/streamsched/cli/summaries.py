@@ -1,10 +1,11 @@
 """The readable summaries commands print without ``--json``: a few lines a person reads at a
-glance (numbers with thousands separators, percentages, one line per node). ``--json`` prints
+glance (numbers with thousands separators, percentages, times as UTC dates, one line per node). ``--json`` prints
 the full document instead; files written with ``--out`` are the same either way."""
 
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from typing import Any, Mapping
 
 import numpy as np
@@ -29,6 +30,18 @@ def num(value: Any, unit: str = "") -> str:
     else:
         text = f"{value:.4g}"
     return f"{text}{unit and ' ' + unit}"
+
+
+def when(epoch_s: float | None) -> str:
+    """An epoch time (seconds) for people: ``2026-11-25 18:30:05 UTC`` (fractions of a second
+    kept to the millisecond when there are any); ``-`` for none."""
+    if epoch_s is None or not math.isfinite(epoch_s):
+        return "-"
+    moment = datetime.fromtimestamp(epoch_s, timezone.utc)
+    text = moment.strftime("%Y-%m-%d %H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond // 1000:03d}"
+    return text + " UTC"
 
 
 def pct(part: float, whole: float) -> str:
@@ -122,33 +135,63 @@ def generated_lines(summary: Mapping[str, Any]) -> list[str]:
                      + ", ".join(f"{kind} {num(count)}" for kind, count in dirty.items()))
     for phase in summary.get("phases") or []:
         lines.append(f"  placement {phase['placement']}: ingest with --window {phase['window_s']:.15g} "
-                     f"--until {phase['until']:.15g}")
+                     f"--until {phase['until']:.15g} ({when(phase['until'])})")
     files = summary.get("files") or []
     lines.append(f"  wrote {', '.join(map(str, files[:4]))}" + (f" and {len(files) - 4} more" if len(files) > 4 else ""))
     return lines
 
 
-def demo_lines(result: Mapping[str, Any], graph: TaskGraph, nodes: Cluster, placement: Placement) -> list[str]:
-    """``pipeline-demo``: what was generated and ingested, the snapshot, and its placement."""
-    generated, report = result["generated"], result["ingest"]
+def job_lines(result: Any, generated: Mapping[str, Any] | None) -> list[str]:
+    """``run`` and ``demo``: what was generated (demo), ingested and snapshotted."""
+    report = result.ingested.report
     quarantined = report.get("rows_quarantined") or {}
     lines = [f"generated {num(generated['traffic_rows'])} traffic and {num(generated['load_rows'])} load rows "
-             f"({sum((generated.get('dirty') or {}).values())} dirty)",
-             f"ingest: {num(report['rows_read'])} rows read = {num(report['rows_accepted'])} accepted + "
-             f"{num(sum(quarantined.values()))} quarantined"
-             + (f" ({', '.join(f'{k} {v}' for k, v in quarantined.items())})" if quarantined else ""),
-             f"snapshot: {result['snapshot']}"]
-    lines += placement_lines(graph, nodes, placement, result["metrics"])
-    lines.append(f"wrote {result['placement']}" + (f" and {result['cluster']}" if result.get("cluster") else ""))
+             f"({sum((generated.get('dirty') or {}).values())} dirty)"] if generated else []
+    lines += [f"ingest: {num(report['rows_read'])} rows read = {num(report['rows_accepted'])} accepted + "
+              f"{num(sum(quarantined.values()))} quarantined"
+              + (f" ({', '.join(f'{k} {v}' for k, v in quarantined.items())})" if quarantined else ""),
+              f"snapshot: {result.ingested.snapshot}"]
     return lines
 
 
+def remote_line(traffic: Mapping[str, float]) -> str:
+    """The current placement's traffic over the network: ``14,940 of 22,410 tuples/s cross
+    nodes (66.7 %), 14,940 cross workers``."""
+    total = traffic["total_traffic"]
+    return (f"{num(traffic['inter_node_traffic'])} of {num(total, 'tuples/s')} cross nodes "
+            f"({pct(traffic['inter_node_traffic'], total)}), {num(traffic['inter_worker_traffic'])} cross workers")
+
+
+def live_loop_lines(loop: Any) -> list[str]:
+    """``demo``'s live Flink part: the job read and ingested, the plan applied, what it changed."""
+    applied = loop.applied
+    moved = applied["moved"]
+    before, measured = applied["before_remote_bytes_per_s"], applied["measured_remote_bytes_per_s"]
+    change = (f" ({100.0 * (measured - before) / before:+.1f} %)" if before and measured is not None else "")
+    predicted = applied["predicted_remote_bytes_per_s"]
+    error = (f", {100.0 * (measured - predicted) / predicted:+.1f} % from the prediction"
+             if measured is not None and predicted else "")
+    return [
+        f"flink: job {loop.job_id} read over REST ({loop.read_dir}): {num(loop.rate_before)} records/s between "
+        f"subtasks; Spark's snapshot of the collected counters: {num(loop.snapshot_rate)} records/s",
+        f"flink: {loop.scheduler}'s plan applied ({loop.plan}): {len(moved)} subtasks moved, downtime "
+        f"{applied['downtime_s']:.2f} s over {len(applied['rescales'])} rescales, every subtask checked on its "
+        "planned TaskManager",
+        f"flink: bytes/s between TaskManagers (numBytesInRemote): {num(before) if before else 'n/a'} before, "
+        f"{num(measured) if measured is not None else 'n/a'} after{change}; predicted {num(predicted)}{error}",
+        f"flink: records/s between subtasks: {num(loop.rate_before)} before, {num(loop.rate_after)} after "
+        "(the job's sources emit at a fixed rate: traffic moves, throughput stays)",
+    ]
+
+
 def reading_lines(report: Mapping[str, Any]) -> list[str]:
-    """``read-engine``: what was read from the engine and the three files written."""
+    """``read-engine``: what was read from the engine, first what its current placement sends
+    between nodes, and the three files written."""
     graph, cluster = report["graph"], report["cluster"]
     lines = [f"{report.get('engine', 'engine')}: {graph['name']}, {num(graph['tasks'])} tasks of "
              f"{graph['operators']} operators, {num(graph['edges'])} edges, {num(graph['total_rate'], 'tuples/s')}, "
              f"load {num(graph['total_load'])} {graph['load_unit']}",
+             f"  current placement: {remote_line(report['current'])}",
              f"  on {len(cluster['nodes'])} nodes ({cluster['capacity_unit']}): "
              + ", ".join(cluster["nodes"][:MAX_NODE_LINES]) + (" ..." if len(cluster["nodes"]) > MAX_NODE_LINES else ""),
              f"  wrote {graph['file']}, {report['placement']}, {cluster['file']}"]
@@ -164,7 +207,7 @@ def watch_lines(report: Mapping[str, Any]) -> list[str]:
              + (f" ({', '.join(f'{k} {num(v)}' for k, v in quarantined.items())})" if quarantined else "")
              + f" + {num(report['rows_dropped_late'])} dropped late"]
     for window in report["windows"]:
-        lines.append(f"  window ending {num(window['end'])}: {num(window['read'])} read, "
+        lines.append(f"  window ending {when(window['end'])}: {num(window['read'])} read, "
                      f"{num(window['accepted'])} accepted, {num(sum(window['quarantined'].values()))} quarantined, "
                      f"{num(window['dropped_late'])} late; "
                      + (f"snapshot {', '.join(window['snapshots'])}" if window["snapshots"] else "no snapshot yet"))
@@ -173,7 +216,7 @@ def watch_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"  {decision['topology']}: {decision['why']}, {num(decision['moved'])} tasks moved{change}"
                      + (f": emitted {decision['assignment']}" if decision["emitted"] else ": not emitted"))
     lines.append(f"{num(report['assignments_emitted'])} assignments emitted; "
-                 f"{num(report['windows_open'])} windows still open (watermark {num(report['watermark'])})")
+                 f"{num(report['windows_open'])} windows still open (watermark {when(report['watermark'])})")
     return lines
 
 
@@ -188,5 +231,11 @@ def rest_collected_lines(chunk: Mapping[str, Any] | None, next_seq: int) -> list
     the base the next reading is differenced against)."""
     if chunk is None:
         return [f"first reading kept as the base; the next reading writes chunk {num(next_seq)}"]
-    return [f"chunk of {num(chunk['rows'])} pairs over {chunk['seconds']:.1f} s "
-            f"({len(chunk['resets'])} counter resets); next chunk {num(next_seq)}"]
+    return [chunk_line(chunk) + f"; next chunk {num(next_seq)}"]
+
+
+def chunk_line(chunk: Mapping[str, Any]) -> str:
+    """One collector chunk: its pairs, the interval, what the current placement sent between
+    nodes in it and the counter resets."""
+    return (f"chunk of {num(chunk['rows'])} pairs over {chunk['seconds']:.1f} s: current placement "
+            f"{remote_line(chunk['current'])} ({len(chunk['resets'])} counter resets)")

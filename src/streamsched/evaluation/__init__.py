@@ -1,6 +1,4 @@
-"""Evaluation: the performance model, comparison reports with pictures, and the papers'
-experiments recomputed (see docs/evaluation.md and docs/reproduction.md). No pyspark here."""
-
-from streamsched.evaluation.performance import ModelParams, Prediction, predict, regime
-
-__all__ = ["ModelParams", "Prediction", "predict", "regime"]
+"""Evaluation, the layer above the schedulers: comparison of schedulers with ranking and verdict,
+reports with pictures, calibration of the performance model, and the papers' experiments
+recomputed (docs/evaluation.md, docs/reproduction.md). The performance model itself is
+:mod:`streamsched.performance`, below the schedulers. No pyspark here."""

@@ -12,7 +12,7 @@ towards :class:`ModelParams`' defaults, so that directions the data do not const
 :func:`calibrate` fits every hardware, reports the error of every cell in and out of sample
 (leave-one-experiment-out: each experiment's rows are refitted without them and predicted) and
 whether each paper's ordering of schedulers is reproduced. ``benchmarks/calibrate_model.py``
-writes the result to ``data/model_calibration.json``, which :mod:`.performance` reads.
+writes the result to ``data/model_calibration.json``, which :mod:`streamsched.performance` reads.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import Any, Iterable
 import numpy as np
 from scipy.optimize import least_squares
 
-from streamsched.comparison import params_for
+from streamsched.evaluation.comparison import params_for
 from streamsched.errors import InputError
-from streamsched.evaluation.experiments.registry import build_cluster, build_graph
-from streamsched.evaluation.performance import ModelParams, predict
+from streamsched import workloads
+from streamsched.performance import ModelParams, predict
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.schedulers import scheduler_class
@@ -233,7 +233,7 @@ LOAD_INDEPENDENT = {"i-scheduler": {"phi": find_threshold(1.0), "theta": 600.0}}
 def placed(scheduler: str, workload: str, cluster: str,
            scheduler_params: tuple[tuple[str, Any], ...]) -> tuple[TaskGraph, Any, Placement]:
     """The graph, cluster and placement of one instance (seed 0, cached: schedulers run once)."""
-    graph, nodes = build_graph(workload, 0), build_cluster(cluster)
+    graph, nodes = workloads.workload(workload), workloads.cluster(cluster)
     params = {**LOAD_INDEPENDENT.get(scheduler, {}), **dict(scheduler_params)}
     scheduler_obj = scheduler_class(scheduler)(**params_for(scheduler, params))
     return graph, nodes, scheduler_obj.schedule(graph, nodes, seed=0)

@@ -105,6 +105,10 @@ NODE_VIEW_WIDTH = 470.0
 LABEL_FONT_MAX, LABEL_FONT_MIN = 7.0, 4.5
 #: Outline of moved tasks in the before/after view.
 MOVED_COLOUR = "#d62728"
+#: The head-to-head picture shows at most this many nodes (those sending the most to other nodes).
+VERSUS_MAX_NODES = 16
+#: Colours of the recommended placement and the baseline in the head-to-head picture.
+VERSUS_COLOURS = ("#2b7bba", "#9a9a9a")
 _ELLIPSIS = "\u2026"
 #: Hinted renderers set small text up to about 4 % wider than its outline (Agg at 300 dpi).
 TEXT_SLACK = 1.06
@@ -438,7 +442,7 @@ def traffic_and_load(graph: TaskGraph, cluster: Cluster, placement: Placement,
 
 def tradeoff(rows: Sequence[dict], prefix: str = ""):
     """Every placement as a point, inter-node traffic (x) against predicted throughput (y),
-    coloured by nodes used, the traffic/throughput Pareto front as a line. Names (with nodes
+    the traffic/throughput Pareto front as a line. Names (with nodes
     used) sit in a column on the right, one line apart and joined to their points, so none
     overlaps another; schedulers at the same point share a label."""
     points: dict[tuple[float, float], list[str]] = {}
@@ -463,15 +467,14 @@ def tradeoff(rows: Sequence[dict], prefix: str = ""):
         return fig
     keys = list(points)
     xs, ys = np.array([k[0] for k in keys]), np.array([k[1] for k in keys])
-    nodes = np.array([used[k] for k in keys])
-    ax.scatter(xs, ys, c=nodes, cmap="viridis", s=28, edgecolors="black", linewidths=0.4, zorder=3)
+    ax.scatter(xs, ys, color=VERSUS_COLOURS[0], s=28, edgecolors="black", linewidths=0.4, zorder=3)
     front = sorted(keys, key=lambda k: (k[0], -k[1]))
     pareto, best = [], -math.inf
     for k in front:
         if k[1] > best:
             pareto.append(k)
             best = k[1]
-    ax.step([k[0] for k in pareto], [k[1] for k in pareto], where="post", color="#2ca02c", linewidth=1,
+    ax.step([k[0] for k in pareto], [k[1] for k in pareto], where="post", color="#d62728", linewidth=1.8,
             zorder=2, label="Pareto front (less traffic, more throughput)")
     ax.set_xlabel("inter-node traffic (tuples/s)", fontsize=7)
     ax.set_ylabel("predicted throughput (tuples/s)", fontsize=7)
@@ -581,3 +584,72 @@ def _wrap_words(text: str, font: float, width: float) -> list[str]:
         else:
             lines.append(shorten(word, font, width, bold=True))
     return lines
+
+
+
+def versus(graph: TaskGraph, cluster: Cluster, sides: Sequence[tuple[str, Placement, np.ndarray | None]],
+           prefix: str = ""):
+    """The recommended placement against the baseline, node by node: left, the tuples/s each
+    node sends to other nodes (the inter-node traffic of i-scheduler.txt eq. 3 split by sender);
+    right, the model's predicted CPU use of each node. ``sides`` are (name, placement, predicted
+    CPU utilisation or None), one or two; the legend gives each one's total traffic. Above
+    :data:`VERSUS_MAX_NODES` nodes, the nodes sending most under either placement."""
+    font, width, line = 7.0, 380.0, 11.0
+    sent = []
+    for _, placement, _ in sides:
+        node = placement.node_of
+        leaving = (node[graph.src] != node[graph.dst]) & (node[graph.src] >= 0) & (node[graph.dst] >= 0)
+        sent.append(np.bincount(node[graph.src][leaving], weights=graph.rate[leaving], minlength=cluster.n_nodes))
+    busiest = np.max(sent, axis=0)
+    shown = np.arange(cluster.n_nodes)
+    if shown.size > VERSUS_MAX_NODES:
+        shown = np.sort(np.argsort(-busiest, kind="stable")[:VERSUS_MAX_NODES])
+    names = [shorten(cluster.nodes[k].name, font, 70) for k in shown.tolist()]
+    left = max(text_width(n, font) for n in names) + 8
+    gap = 14.0
+    panel = (width - left - gap - 6) / 2
+    bar_row = max(1.5 * font, 3.0 + 4.5 * len(sides))
+    legend_h = line * len(sides) + 4
+    top = legend_h + line + 4
+    fig_h = top + bar_row * shown.size + 16 + (line if shown.size < cluster.n_nodes else 0)
+    fig = _new_figure(width, fig_h)
+    ax = _points_axes(fig, 0, 0, width, fig_h, width, fig_h)
+    for i, ((name, _, _), colour) in enumerate(zip(sides, VERSUS_COLOURS)):
+        y = 2 + i * line + line / 2
+        ax.add_artist(Rectangle((4, y - 3), 8, 6, color=colour))
+        text = f"{name}: {rate_text(sent[i].sum())} tuples/s between nodes"
+        ax.text(16, y, shorten(text, font, width - 20), fontsize=font, va="center", gid=f"{prefix}vs-legend-label-{i}")
+    x_cpu = left + panel + gap
+    for x, title, gid in ((left, "sent to other nodes (tuples/s)", "traffic"),
+                          (x_cpu, "predicted CPU use (% of node)", "cpu")):
+        ax.text(x, legend_h + line / 2 + 2, shorten(title, font, panel), fontsize=font, va="center", weight="bold",
+                gid=f"{prefix}vs-{gid}-title-label-0")
+    peak = float(busiest.max()) if busiest.max() > 0 else 1.0
+    cpu_values = [None if cpu is None else np.nan_to_num(100 * np.asarray(cpu, float), nan=0.0, posinf=1e9)
+                  for _, _, cpu in sides]
+    cpu_top = min(max([110.0] + [float(v[shown].max()) * 1.05 for v in cpu_values if v is not None]), 300.0)
+    thickness = (bar_row - 3) / len(sides)
+    for r, k in enumerate(shown.tolist()):
+        y = top + r * bar_row
+        ax.text(left - 3, y + bar_row / 2, names[r], fontsize=font, ha="right", va="center",
+                gid=f"{prefix}vs-node-label-{k}")
+        for i, colour in enumerate(VERSUS_COLOURS[:len(sides)]):
+            yi = y + 1.5 + i * thickness
+            ax.add_artist(Rectangle((left, yi), sent[i][k] / peak * panel, thickness, color=colour, linewidth=0))
+            if cpu_values[i] is not None:
+                ax.add_artist(Rectangle((x_cpu, yi), min(cpu_values[i][k], cpu_top) / cpu_top * panel, thickness,
+                                        color=colour, linewidth=0))
+    bottom = top + shown.size * bar_row
+    for x in (left, x_cpu):
+        ax.add_artist(Line2D([x, x], [top, bottom], color="#666666", linewidth=0.5))
+    ax.add_artist(Line2D([x_cpu + 100 / cpu_top * panel] * 2, [top - 1, bottom + 1], color="black", linewidth=0.6))
+    for value, text, anchor in ((0.0, "0", "left"), (peak, rate_text(peak), "right")):
+        ax.text(left + value / peak * panel, bottom + 7, text, fontsize=5.5, ha=anchor, va="center",
+                gid=f"{prefix}vs-traffic-tick-label-{anchor}")
+    for tick in (0, 100):
+        ax.text(x_cpu + tick / cpu_top * panel, bottom + 7, f"{tick} %", fontsize=5.5, ha="center", va="center",
+                gid=f"{prefix}vs-cpu-tick-label-{tick}")
+    if shown.size < cluster.n_nodes:
+        ax.text(4, bottom + 7 + line, f"the {shown.size} of {cluster.n_nodes} nodes sending most to other nodes",
+                fontsize=font, va="center", gid=f"{prefix}vs-note-label-0")
+    return fig

@@ -1,25 +1,30 @@
-"""The verdict of a comparison: which placement to use, what it gains against Storm's ``even``,
-and whether placement matters at all within the performance model's error.
+"""The verdict of a comparison: which placement to use, what it gains against Storm's ``even``
+(the baseline, named in the verdict), and whether placement matters at all within the
+performance model's error.
 
-Rows come from :func:`streamsched.comparison.rank` (the best first), with the model's predicted
-throughput (:func:`add_predictions`, preset :data:`PRESET`). The verdict names the best
+Placements whose predicted throughput lies within the model's error of the best prediction
+are a tie (:func:`recommend`): a tie goes to a placement a solver proved optimal, then to the
+fastest scheduler. What a solver proved is stated per row (``proof``): a placement without a
+proof is never called optimal.
+
+Rows come from :func:`streamsched.evaluation.comparison.rank` (the best first), with the model's predicted
+throughput (:func:`streamsched.evaluation.comparison.add_prediction`, preset :data:`PRESET`). The verdict names the best
 scheduler and its change against ``even`` in inter-node traffic (i-scheduler.txt eq. 3) and in
 predicted throughput. When every placement's prediction lies within the model's stated error of
 the others, placement cannot be told apart by the model: the verdict says so and names the
-bottleneck instead (a hot task that no placement relieves, docs/evaluation.md M4).
+bottleneck instead (a hot task that no placement relieves, docs/evaluation.md M4). A job read
+from an engine is judged against its running placement (the row ``current``) instead of
+``even``, and without a throughput model where none was fitted on that engine
+(:mod:`streamsched.evaluation.engine_models`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any
 
-from streamsched.comparison import SORT_KEY, Outcome
-from streamsched.errors import InputError
-from streamsched.evaluation import performance
-from streamsched.evaluation.performance import ModelParams, predict, regime
-from streamsched.model.cluster import Cluster
-from streamsched.model.taskgraph import TaskGraph
+from streamsched.evaluation.comparison import SORT_KEY
+from streamsched import performance
 
 #: The model preset the verdict uses: the recommended one (docs/evaluation.md).
 PRESET = "default"
@@ -27,6 +32,9 @@ PRESET = "default"
 #: "compare: ranking and verdict").
 FALLBACK_ERROR = 0.25
 BASELINE = "even"
+#: The row of a job's running placement (``compare --current``); the baseline when present.
+CURRENT = "current"
+_BASELINE_NAMES = {BASELINE: "even (Storm's default)", CURRENT: "the running placement"}
 
 
 def model_error(preset: str = PRESET) -> tuple[float, str]:
@@ -44,23 +52,6 @@ def model_error(preset: str = PRESET) -> tuple[float, str]:
     except (OSError, KeyError, TypeError, ValueError):
         pass
     return FALLBACK_ERROR, "fallback: the calibration states no held-out error"
-
-
-def add_predictions(outcomes: Iterable[Outcome], graph: TaskGraph, cluster: Cluster,
-                    params: ModelParams | None = None) -> None:
-    """Add the model's ``throughput_tps``, ``bottleneck`` and ``regime`` to every placed row that
-    has none; a graph the model cannot evaluate (a cycle) gets ``prediction_error`` instead."""
-    params = params or regime(PRESET)
-    for outcome in outcomes:
-        if outcome.placement is None or "throughput_tps" in outcome.row:
-            continue
-        try:
-            prediction = predict(graph, cluster, outcome.placement, params)
-        except InputError as exc:
-            outcome.row["prediction_error"] = str(exc)
-            continue
-        outcome.row.update(throughput_tps=prediction.throughput_tps, bottleneck=prediction.bottleneck,
-                           regime=prediction.regime)
 
 
 def fmt(value: float) -> str:
@@ -108,31 +99,43 @@ def _common_bottleneck(best: dict[str, Any], predicted: list[tuple[dict[str, Any
     return f"{describe_bottleneck(own)} in {best['scheduler']} (the placements differ)"
 
 
-def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str = PRESET,
-            error_source: str | None = None) -> dict[str, Any]:
+def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str | None = PRESET,
+            error_source: str | None = None, no_model: str | None = None) -> dict[str, Any]:
     """The verdict on ranked ``rows`` (best first, with predictions): a JSON-ready dict whose
     ``text`` is the one line the compare output ends with.
 
+    The baseline is the row named :data:`CURRENT` (a job's running placement) when there is
+    one, else ``even``. ``no_model`` (the reason no fitted model applies, e.g. for Flink) makes
+    the verdict one of traffic alone: no prediction is used and the text says why.
+
     ``placement_matters`` is False when the highest predicted throughput of a valid placement
-    exceeds the lowest by no more than ``error`` (relative, as the change against ``even`` is
-    measured); ``None`` when fewer than two placements have a prediction.
+    exceeds the lowest by no more than ``error`` (relative, as the change against the baseline
+    is measured); ``None`` when fewer than two placements have a prediction.
     """
-    if error is None:
+    baseline = CURRENT if any(r.get("scheduler") == CURRENT for r in rows) else BASELINE
+    if no_model is not None:
+        rows = [{k: v for k, v in r.items() if k not in ("throughput_tps", "bottleneck")} for r in rows]
+        preset, error, error_source = None, 0.0, no_model
+    elif error is None:
         error, error_source = model_error(preset)
     placed = [r for r in rows if r.get("rank") is not None]
-    out: dict[str, Any] = {"best": None, "baseline": BASELINE, "sort_key": SORT_KEY, "model": preset,
-                           "model_error_pct": 100.0 * error, "model_error_source": error_source}
+    out: dict[str, Any] = {"best": None, "baseline": baseline, "sort_key": SORT_KEY, "model": preset,
+                           "model_error_pct": None if no_model else 100.0 * error, "model_error_source": error_source}
     if not placed:
         out.update(placement_matters=None, text="verdict: no scheduler produced a valid placement")
         return out
-    best = placed[0]
-    base = next((r for r in placed if r["scheduler"] == BASELINE), None)
+    recommended, tied = recommend(placed, error)
+    best = recommended  # the figures below are the recommended row's
+    base = next((r for r in placed if r["scheduler"] == baseline), None)
     predicted = [(r, _throughput(r)) for r in placed if _throughput(r) is not None]
-    out["best"] = best["scheduler"]
+    out["best"] = placed[0]["scheduler"]  # the fewest inter-node tuples (the table's first row)
+    out["recommended"] = recommended["scheduler"]
+    out["tie"] = [r["scheduler"] for r in tied]
+    out["proof"] = {r["scheduler"]: _proof(r) for r in placed if _proof(r) is not None}
     out["inter_node_traffic"] = {"best": best["inter_node_traffic"],
-                                 BASELINE: base["inter_node_traffic"] if base else None,
+                                 baseline: base["inter_node_traffic"] if base else None,
                                  "reduction_pct": None}
-    out["throughput_tps"] = {"best": _throughput(best), BASELINE: _throughput(base) if base else None,
+    out["throughput_tps"] = {"best": _throughput(best), baseline: _throughput(base) if base else None,
                              "change_pct": None}
     out["bottleneck"] = best.get("bottleneck")
     spread = None
@@ -147,40 +150,97 @@ def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str 
         out["inter_node_traffic"]["reduction_pct"] = None if change is None else -change
         if _throughput(best) is not None and _throughput(base) is not None:
             out["throughput_tps"]["change_pct"] = _change(_throughput(best), _throughput(base))
-    out["text"] = _text(out, best, base, predicted, error)
+    out["text"] = _text(out, recommended, base, predicted, error)
     return out
+
+
+def proven(row: dict[str, Any]) -> bool:
+    """A solver proved this placement optimal (status ``optimal``: its bound meets its cost)."""
+    return row.get("status") == "optimal"
+
+
+def _proof(row: dict[str, Any]) -> str | None:
+    """What a solver's row proves: ``proven optimal`` or the gap to its bound; None without a bound."""
+    if proven(row):
+        return "proven optimal"
+    gap = row.get("gap")
+    if isinstance(gap, (int, float)) and row.get("bound") is not None:
+        return f"not proven: bound {fmt(float(row['bound']))}, gap {100 * gap:.1f} %"
+    return None
+
+
+def recommend(placed: list[dict[str, Any]], error: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the placement to use, the rows tied with the best) among ranked ``placed`` rows.
+
+    Rows whose predicted throughput is within ``error`` of the highest prediction, and the
+    lowest-traffic row, are tied when there are two or more: the model cannot tell them apart.
+    A tie goes to a proven placement (lowest traffic first), then to the fastest (scheduler
+    wall time). Without a tie (or predictions) the lowest-traffic row is the one to use.
+    """
+    best = placed[0]
+    predicted = [r for r in placed if _throughput(r) is not None]
+    if best not in predicted or len(predicted) < 2:
+        return best, []
+    top = max(_throughput(r) for r in predicted)
+    tied = [r for r in predicted if _throughput(r) > 0 and top / _throughput(r) - 1.0 <= error]
+    if best not in tied or len(tied) < 2:
+        return best, []
+    wall = lambda r: r.get("wall_time_s") if isinstance(r.get("wall_time_s"), (int, float)) else math.inf
+    return min(tied, key=lambda r: (not proven(r), wall(r) if not proven(r) else 0.0, placed.index(r))), tied
 
 
 def _text(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
           predicted: list[tuple[dict[str, Any], float]], error: float) -> str:
+    """The verdict's line about ``best`` (the recommended row), followed by the tie and proof."""
+    line = _claim(v, best, base, predicted, error)
     name, band = best["scheduler"], f"±{100 * error:.0f} %"
+    others = [t for t in v["tie"] if t != name]
+    if others:
+        why = "proven optimal" if proven(best) else (
+            f"none is proven optimal, and it was the fastest ({fmt(float(best['wall_time_s']))} s)"
+            if best.get("wall_time_s") is not None else "none is proven optimal")
+        line += (f". Tie within the model's error ({band}) with {', '.join(others)}: {name} is "
+                 f"recommended because {why}")
+    unproven = [f"{s} ({text})" for s, text in v["proof"].items() if text != "proven optimal"]
+    if unproven:
+        line += f". No optimality claimed for {'; '.join(unproven)}"
+    return line + f". Baseline: {_BASELINE_NAMES.get(v['baseline'], v['baseline'])}"
+
+
+def _claim(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
+           predicted: list[tuple[dict[str, Any], float]], error: float) -> str:
+    name, band = best["scheduler"], f"±{100 * error:.0f} %"
+    baseline = v["baseline"]
     traffic = v["inter_node_traffic"]
     said = f"inter-node traffic {fmt(traffic['best'])} tuples/s"
     if base is not None and base is not best:
         reduction = traffic["reduction_pct"]
-        said += (f" against {BASELINE}'s {fmt(traffic[BASELINE])}"
+        said += (f" against {baseline}'s {fmt(traffic[baseline])}"
                  + (f" ({_pct(-reduction)})" if reduction is not None else ""))
     if v["placement_matters"] is False:
         return (f"verdict: placement hardly matters here: every placement's predicted throughput is within "
                 f"the model's error ({band}, spread {v['throughput_spread_pct']:.1f} %); the bottleneck is "
                 f"{_common_bottleneck(best, predicted)}. Fewest inter-node tuples: {name}, {said}.")
     if base is None:
-        return f"verdict: best is {name}: {said}; no {BASELINE} row to compare with"
+        return f"verdict: best is {name}: {said}; no {baseline} row to compare with"
+    if v["model"] is None and base is not best:
+        return f"verdict: best is {name}: {said}; {v['model_error_source']}"
     if base is best:
-        return (f"verdict: {BASELINE} (Storm's default) is best here: {said}; no scheduler cuts less traffic")
+        return (f"verdict: {_BASELINE_NAMES[baseline]} is best here: {said}; no scheduler cuts less traffic")
     change = v["throughput_tps"]["change_pct"]
     if change is None:
-        return f"verdict: best is {name}: {said}; no predicted throughput to compare"
+        why = v["model_error_source"] if v["model"] is None else "no predicted throughput to compare"
+        return f"verdict: best is {name}: {said}; {why}"
     throughput = (f"predicted throughput {fmt(v['throughput_tps']['best'])} against "
-                  f"{fmt(v['throughput_tps'][BASELINE])} tuples/s ({_pct(change)}, model {v['model']!r}, error {band})")
+                  f"{fmt(v['throughput_tps'][baseline])} tuples/s ({_pct(change)}, model {v['model']!r}, error {band})")
     if change > 100 * error:
         return f"verdict: use {name}: {said}; {throughput}"
     if change >= -100 * error:
         return (f"verdict: best is {name}: {said}; {throughput}: within the model's error, so no throughput "
-                f"gain over {BASELINE} can be claimed")
-    return (f"verdict: {name} cuts traffic but is predicted slower than {BASELINE}: {said}; {throughput}. "
+                f"gain over {baseline} can be claimed")
+    return (f"verdict: {name} cuts traffic but is predicted slower than {baseline}: {said}; {throughput}. "
             f"{name}'s bottleneck is {describe_bottleneck(str(best.get('bottleneck')))} on {_nodes(best)}, "
-            f"{BASELINE}'s is {describe_bottleneck(str(base.get('bottleneck')))} on {_nodes(base)}")
+            f"{baseline}'s is {describe_bottleneck(str(base.get('bottleneck')))} on {_nodes(base)}")
 
 
 def _nodes(row: dict[str, Any]) -> str:

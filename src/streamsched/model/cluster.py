@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from streamsched.errors import InputError
-from streamsched.io import Fields, read_document
+from streamsched.model.io import present, read_document, validate
 from streamsched.model.limits import check_nodes
 from streamsched.model.units import CORES, TASKS, check_unit
 
@@ -22,7 +22,9 @@ KINDS = ("cloud", "edge")
 @dataclass(frozen=True)
 class Node:
     """One machine. ``capacity`` is in its cluster's ``capacity_unit`` (the papers: tasks it can
-    host; or cores)."""
+    host; or cores). ``slots`` are worker processes (Storm workers; a Flink TaskManager is one);
+    ``task_slots`` is Flink's ``taskmanager.numberOfTaskSlots``: at most that many tasks of an
+    operator per slot sharing group on the node (0 = no limit; :mod:`streamsched.model.colocation`)."""
 
     name: str
     capacity: float
@@ -34,12 +36,13 @@ class Node:
     bandwidth_mbps: float = 1000.0
     rack: str = "rack-0"
     kind: str = "cloud"
+    task_slots: int = 0
 
     def __post_init__(self) -> None:
         where = f"node {self.name!r}"
         if self.capacity < 0:
             raise InputError(f"{where}.capacity: must be >= 0, got {self.capacity}")
-        for name in ("slots", "cores"):
+        for name in ("slots", "cores", "task_slots"):
             if getattr(self, name) < 0:
                 raise InputError(f"{where}.{name}: must be >= 0, got {getattr(self, name)}")
         for name in ("ghz", "flops_per_cycle", "ram_mb", "bandwidth_mbps"):
@@ -140,29 +143,26 @@ class Cluster:
         gives ``cores`` and no ``capacity`` gets capacity = cores. A capacity above the node's
         stated ``cores`` is refused there (a node cannot be busier than its cores).
         """
-        top = Fields(data, where)
-        name = top.str("name", "cluster")
-        unit = top.str("capacity_unit", TASKS)
-        check_unit(unit, f"{where}.capacity_unit")
+        validate(data, "cluster", where)
+        top = present(data)
+        unit = top.get("capacity_unit", TASKS)
         nodes: list[Node] = []
-        for i, raw in enumerate(top.list("nodes")):
-            nodes.append(_node(Fields(raw, f"{where}.nodes[{i}]"), None, unit=unit))
+        for i, raw in enumerate(top.get("nodes", ())):
+            nodes.append(_node(present(raw), f"{where}.nodes[{i}]", unit))
         counter = 0
-        for i, raw in enumerate(top.list("node_types")):
-            f = Fields(raw, f"{where}.node_types[{i}]")
-            count = f.integer("count", 1, minimum=0)
+        for i, raw in enumerate(top.get("node_types", ())):
+            values = present(raw)
+            count, prefix = int(values.pop("count", 1)), values.pop("prefix", None)
             check_nodes(len(nodes) + count, f"{where}.node_types[{i}].count={count}")
-            prefix = f.str("prefix", None)
-            template = _node(f, "template", allow=("count", "prefix"), unit=unit)
+            template = _node({**values, "name": "template"}, f"{where}.node_types[{i}]", unit)
             for _ in range(count):
                 counter += 1
                 label = f"{prefix}{_ + 1}" if prefix else f"n{counter}"
                 nodes.append(Node(**{**template.__dict__, "name": label}))
-        top.reject_unknown()
         if not nodes:
             raise InputError(f"{where}: no nodes (give 'nodes' or 'node_types')")
         try:
-            return cls(name=name, nodes=tuple(nodes), capacity_unit=unit)
+            return cls(name=top.get("name", "cluster"), nodes=tuple(nodes), capacity_unit=unit)
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
 
@@ -189,32 +189,14 @@ class Cluster:
         return Cluster(name=self.name, nodes=nodes, capacity_unit=CORES)
 
 
-def _node(f: Fields, name: str | None, allow: tuple[str, ...] = (), unit: str = TASKS) -> Node:
-    defaults = {fl.name: fl.default for fl in fields(Node)}
-    cores = f.integer("cores", None, minimum=0)
-    if unit == CORES:
-        capacity = f.number("capacity", None, minimum=0)
-        if capacity is None and cores is None:
-            raise InputError(f"{f.where}.capacity: missing (a cores cluster takes capacity or cores)")
-        if capacity is None:
-            capacity = float(cores)
-        elif cores is not None and capacity > cores:
-            raise InputError(f"{f.where}.capacity: {capacity:g} cores exceeds the node's cores ({cores})")
-    else:
-        capacity = f.number("capacity", required=True, minimum=0)
-    node = Node(
-        name=name if name is not None else f.str("name", required=True),
-        capacity=capacity,
-        slots=f.integer("slots", defaults["slots"], minimum=0),
-        cores=defaults["cores"] if cores is None else cores,
-        ghz=f.number("ghz", defaults["ghz"], minimum=0),
-        flops_per_cycle=f.number("flops_per_cycle", defaults["flops_per_cycle"], minimum=0),
-        ram_mb=f.number("ram_mb", defaults["ram_mb"], minimum=0),
-        bandwidth_mbps=f.number("bandwidth_mbps", defaults["bandwidth_mbps"], minimum=0),
-        rack=f.str("rack", defaults["rack"]),
-        kind=f.str("kind", defaults["kind"], choices=KINDS),
-    )
-    for key in allow:
-        f._used.add(key)
-    f.reject_unknown()
-    return node
+def _node(values: dict[str, Any], where: str, unit: str) -> Node:
+    """A node of a validated document (nulls dropped): capacity is required, except in a cores
+    cluster, where ``cores`` stands for it; there it may not exceed the node's cores."""
+    capacity, cores = values.get("capacity"), values.get("cores")
+    if capacity is None and (unit != CORES or cores is None):
+        raise InputError(f"{where}.capacity: missing" + (" (a cores cluster takes capacity or cores)" if unit == CORES else ""))
+    if unit == CORES and capacity is not None and cores is not None and capacity > cores:
+        raise InputError(f"{where}.capacity: {capacity:g} cores exceeds the node's cores ({cores})")
+    return Node(**{**values, "capacity": float(cores if capacity is None else capacity),
+                   **{k: int(values[k]) for k in ("slots", "cores", "task_slots") if k in values},
+                   **{k: float(values[k]) for k in ("ghz", "flops_per_cycle", "ram_mb", "bandwidth_mbps") if k in values}})

@@ -2,13 +2,16 @@
 
 Canonical columns. Edges: ``src``, ``dst`` (task ids), ``rate`` (tuples/s), optional
 ``bytes`` (bytes/s); ``source``/``target``/``value`` are accepted as aliases. Tasks (optional):
-``id``, ``operator``, ``load``, optional ``memory_mb`` and ``load_unit`` (``tasks`` or ``cores``,
-the same on every row). CSV and Parquet keep tasks in a sibling file ``<name>.tasks.<ext>``;
+``id``, ``operator``, ``load``, optional ``memory_mb``, ``load_unit`` (``tasks`` or ``cores``,
+the same on every row), ``max_per_node`` (most tasks of the operator on one node, 0 = no limit)
+and ``slot_group`` (the operator's slot sharing group): the last two are per operator, the same
+on every row of an operator (:mod:`streamsched.model.colocation`). CSV and Parquet keep tasks in a sibling file ``<name>.tasks.<ext>``;
 JSON keeps both as ``{"load_unit": ..., "tasks": [...], "edges": [...]}``. Without a tasks
 table every task named by an edge gets load 1 and operator ``"task"``; without a stated unit,
 loads count ``tasks``.
 A sendgraph ``{"nodes": [{"name": "12"}], "links": [{"source": 12, "target": 30, "value": n}]}``
-is read as counts over ``window_s`` seconds (rate = value / window_s).
+is read as counts over ``window_s`` seconds (rate = value / window_s). A CAPSys profile (a JSON
+list of operators with ``outboundtype``) is read with :mod:`streamsched.model.contention`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from streamsched.errors import InputError
+from streamsched.model.io import read_document, validate
 from streamsched.model.taskgraph import MAX_VALUE, TaskGraph
 from streamsched.model.units import TASKS, check_unit
 
@@ -89,13 +93,18 @@ def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks, l
         operators, task_operator = ("task",), np.zeros(ids.size, dtype=np.int32)
         load, memory = np.ones(ids.size), None
     else:
-        ids, op_names, load, memory, tasks_path = tasks
+        ids, op_names, load, memory, tasks_path, *rule = tasks
         if np.unique(ids).size != ids.size:
             dup = ids[np.flatnonzero(np.diff(np.sort(ids)) == 0)[0]]
             raise InputError(f"{tasks_path}: task id {dup} listed twice")
         _check_values(tasks_path, "load", load)
         operators, task_operator = np.unique(op_names, return_inverse=True)
         operators = tuple(str(o) for o in operators)
+        if rule:
+            caps, groups = (_per_operator(tasks_path, name, values, task_operator)
+                            for name, values in zip(("max_per_node", "slot_group"), rule))
+    if tasks is None or not rule:
+        caps, groups = (), ()
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
 
@@ -121,7 +130,28 @@ def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks, l
         memory_mb=memory,
         where=str(path),
         load_unit=load_unit,
+        max_per_node=caps,
+        slot_group=groups,
     )
+
+
+def _per_operator(path: Path, name: str, values, task_operator: np.ndarray) -> tuple:
+    """One value per operator from a per-task column (None: column absent); every task of an
+    operator must give the same value."""
+    if values is None:
+        return ()
+    first = np.full(int(task_operator.max(initial=-1)) + 1, -1)
+    first[task_operator[::-1]] = np.arange(task_operator.size)[::-1]
+    differs = np.flatnonzero(values != values[first[task_operator]])
+    if differs.size:
+        k = int(differs[0])
+        raise InputError(f"{path}: {_row(path, k)}: {name} {values[k].item()!r} differs from "
+                          f"{values[first[task_operator[k]]].item()!r} "
+                         f"on another task of the same operator")
+    if name == "max_per_node" and np.any(values < 0):
+        k = int(np.flatnonzero(values < 0)[0])
+        raise InputError(f"{path}: {_row(path, k)}: max_per_node is {values[k].item()}; must be an integer >= 0 (0: no limit)")
+    return tuple(v.item() if isinstance(v, np.generic) else v for v in values[first])
 
 
 def _tasks_from_table(table: pa.Table, path: Path):
@@ -129,9 +159,11 @@ def _tasks_from_table(table: pa.Table, path: Path):
     ops = _column(table, path, "operator", str, required=False)
     load = _column(table, path, "load", np.float64, required=False)
     memory = _column(table, path, "memory_mb", np.float64, required=False)
+    caps = _column(table, path, "max_per_node", np.int64, required=False)
+    groups = _column(table, path, "slot_group", str, required=False)
     n = ids.size
     return (ids, ops if ops is not None else np.full(n, "task"),
-            load if load is not None else np.ones(n), memory, path), _table_unit(table, path)
+            load if load is not None else np.ones(n), memory, path, caps, groups), _table_unit(table, path)
 
 
 def _table_unit(table: pa.Table, path: Path) -> str | None:
@@ -160,22 +192,20 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
     suffix = path.suffix.lower()
     name = path.name.split(".")[0]
     if suffix == ".json":
-        from streamsched.io import read_document
-
         data = read_document(path)
-        if isinstance(data, dict) and "links" in data:
+        if isinstance(data, list) and data and isinstance(data[0], dict) and "outboundtype" in data[0]:
+            from streamsched.model.contention import graph_from_profile, read_caps_profile
+
+            return graph_from_profile(read_caps_profile(data, str(path)), name, where=str(path))
+        validate(data, "graph", str(path))
+        if "links" in data:
             return _read_sendgraph(data, path, name, window_s)
-        if not isinstance(data, dict) or "edges" not in data:
-            raise InputError(f"{path}: expected an object with 'edges' (or a sendgraph with 'links')")
         edges = _records_table(data["edges"], path, "edges")
         task_info, table_unit = None, None
         if data.get("tasks") is not None:
             task_info, table_unit = _tasks_from_table(_records_table(data["tasks"], path, "tasks"), path)
-        stated = data.get("load_unit")
-        if stated is not None:
-            check_unit(stated, f"{path}: load_unit")
-        unit = _one_unit(path, stated, table_unit)
-        name = str(data.get("name", name))
+        unit = _one_unit(path, data.get("load_unit"), table_unit)
+        name = name if data.get("name") is None else data["name"]
     elif suffix in (".csv", ".parquet"):
         edges = _read_table(path)
         tasks_file = Path(tasks) if tasks is not None else tasks_path_for(path)
@@ -196,9 +226,7 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
     )
 
 
-def _records_table(records, path: Path, field: str) -> pa.Table:
-    if not isinstance(records, list):
-        raise InputError(f"{path}: {field}: expected a list")
+def _records_table(records: list[dict], path: Path, field: str) -> pa.Table:
     try:
         return pa.Table.from_pylist(records)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
@@ -207,7 +235,7 @@ def _records_table(records, path: Path, field: str) -> pa.Table:
 
 def _read_sendgraph(data: dict, path: Path, name: str, window_s: float) -> TaskGraph:
     try:
-        node_ids = np.array([int(n["name"]) for n in data.get("nodes", [])], dtype=np.int64)
+        node_ids = np.array([int(n["name"]) for n in data.get("nodes") or ()], dtype=np.int64)
     except (KeyError, TypeError, ValueError):
         raise InputError(f"{path}: nodes: each node needs an integer 'name'") from None
     links = _records_table(data["links"], path, "links")
@@ -215,7 +243,7 @@ def _read_sendgraph(data: dict, path: Path, name: str, window_s: float) -> TaskG
     dst = _column(links, path, "dst", np.int64)
     counts = _column(links, path, "rate", np.float64)
     ids = np.unique(np.concatenate([node_ids, src, dst]))
-    tasks = (ids, np.full(ids.size, "task"), np.ones(ids.size), None, path)
+    tasks = (ids, np.full(ids.size, "task"), np.ones(ids.size), None, path, None, None)
     return _assemble(name, path, src, dst, counts / window_s, None, tasks)
 
 
@@ -234,10 +262,17 @@ def write_graph(graph: TaskGraph, path: str | Path) -> None:
         "load": graph.load,
         "memory_mb": graph.memory_mb,
     })
+    if graph.max_per_node:
+        tasks = tasks.append_column("max_per_node", pa.array(np.asarray(graph.max_per_node)[graph.task_operator]))
+    if graph.slot_group:
+        tasks = tasks.append_column("slot_group", pa.array(np.asarray(graph.slot_group, dtype=object)[graph.task_operator],
+                                                           pa.string()))
     suffix = path.suffix.lower()
     if suffix == ".json":
-        path.write_text(json.dumps({"name": graph.name, "load_unit": graph.load_unit, "tasks": tasks.to_pylist(),
-                                    "edges": edges.to_pylist()}))
+        document = {"name": graph.name, "load_unit": graph.load_unit, "tasks": tasks.to_pylist(),
+                    "edges": edges.to_pylist()}
+        validate(document, "graph", str(path), written=True)
+        path.write_text(json.dumps(document))
         return
     tasks = tasks.append_column("load_unit", pa.array([graph.load_unit] * graph.n_tasks, pa.string()))
     if suffix == ".parquet":

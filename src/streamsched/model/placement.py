@@ -13,6 +13,8 @@ import numpy as np
 
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
+from streamsched.model.colocation import CoLocationRule
+from streamsched.model.io import read_document, validate
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import check_units
 
@@ -79,6 +81,9 @@ class Placement:
         over = np.flatnonzero(load > cluster.capacity * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE)
         for k in over[:5]:
             problems.append(f"node {cluster.nodes[k].name!r} holds load {load[k]:g} > capacity {cluster.capacity[k]:g}")
+        rule = CoLocationRule.of(graph, cluster)
+        if rule is not None:
+            problems.extend(rule.violations(self.node_of))
         if check_memory:
             ram = np.array([n.ram_mb for n in cluster.nodes])
             mem = np.bincount(self.node_of, weights=graph.memory_mb, minlength=cluster.n_nodes)
@@ -105,9 +110,13 @@ class Placement:
         }
 
     def write(self, path: str | Path, graph: TaskGraph, cluster: Cluster) -> None:
-        """Write atomically: a temporary file beside ``path``, then a rename (no half file)."""
+        """Write atomically: a temporary file beside ``path``, then a rename (no half file); the
+        document is checked against its schema first; a missing directory of ``path`` is created."""
         path = Path(path)
-        text = json.dumps(self.to_dict(graph, cluster), indent=1, default=_jsonable)
+        document = self.to_dict(graph, cluster)
+        validate(document, "placement", str(path), written=True)
+        text = json.dumps(document, indent=1, default=_jsonable)
+        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             temporary.write_text(text)
@@ -117,27 +126,18 @@ class Placement:
 
     @classmethod
     def from_dict(cls, data: Any, graph: TaskGraph, cluster: Cluster, where: str = "placement") -> Placement:
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise InputError(f"{where}.format: expected {FORMAT!r}")
-        for key in ("nodes", "tasks", "node", "worker"):
-            if not isinstance(data.get(key), list):
-                raise InputError(f"{where}.{key}: missing or not a list")
+        validate(data, "placement", where)
         if not (len(data["tasks"]) == len(data["node"]) == len(data["worker"])):
             raise InputError(f"{where}: 'tasks', 'node' and 'worker' differ in length")
         file_nodes = data["nodes"]
         try:
-            node_map = np.array([cluster.node_index(str(name)) for name in file_nodes] + [-1], dtype=np.int64)
-            file_node = np.asarray(data["node"], dtype=np.int64)
-            tasks = np.asarray(data["tasks"], dtype=np.int64)
-            worker = np.asarray(data["worker"], dtype=np.int64)
+            node_map = np.array([cluster.node_index(name) for name in file_nodes] + [-1], dtype=np.int64)
         except InputError as exc:
             raise InputError(f"{where}.nodes: {exc}") from None
-        except (TypeError, ValueError, OverflowError):
-            raise InputError(f"{where}: 'tasks', 'node' and 'worker' must hold integers") from None
-        for key in ("tasks", "node", "worker"):  # numpy would truncate 2.5 and take true as 1
-            wrong = next((v for v in data[key] if not isinstance(v, int) or isinstance(v, bool)), None)
-            if wrong is not None:
-                raise InputError(f"{where}.{key}: {wrong!r} is not an integer")
+        try:
+            file_node, tasks, worker = (np.asarray(data[key], dtype=np.int64) for key in ("node", "tasks", "worker"))
+        except OverflowError:
+            raise InputError(f"{where}: 'tasks', 'node' and 'worker' must hold 64-bit integers") from None
         if file_node.size and (file_node.min() < 0 or file_node.max() >= len(file_nodes)):
             raise InputError(f"{where}.node: index out of range of 'nodes'")
         order = np.argsort(graph.task_ids)
@@ -157,15 +157,10 @@ class Placement:
         worker_of = np.empty(graph.n_tasks, np.int64)
         node_of[index] = node_map[file_node]
         worker_of[index] = worker
-        metadata = data.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise InputError(f"{where}.metadata: expected a mapping, got {type(metadata).__name__}")
-        return cls.build(node_of, worker_of, metadata)
+        return cls.build(node_of, worker_of, data.get("metadata") or {})
 
     @classmethod
     def read(cls, path: str | Path, graph: TaskGraph, cluster: Cluster) -> Placement:
-        from streamsched.io import read_document
-
         return cls.from_dict(read_document(path), graph, cluster, where=str(path))
 
 
@@ -176,8 +171,9 @@ def _check_operators(names: Any, graph: TaskGraph, index: np.ndarray, where: str
     either side) has no operator name to compare."""
     if names is None:
         return
-    if not isinstance(names, list) or len(names) != index.size or not all(isinstance(n, str) for n in names):
-        raise InputError(f"{where}.operator: expected one operator name (a string) per entry of 'tasks'")
+    if len(names) != index.size:
+        raise InputError(f"{where}.operator: expected one operator name (a string) per entry of 'tasks', "
+                         f"got {len(names)} for {index.size}")
     ours = np.asarray(graph.operator_names, dtype=object)[graph.task_operator[index]]
     theirs = np.asarray(names, dtype=object)
     wrong = np.flatnonzero((ours != theirs) & (ours != UNNAMED_OPERATOR) & (theirs != UNNAMED_OPERATOR))

@@ -38,7 +38,15 @@ class TaskGraph:
     """Tasks ``0..n-1`` (external ids in ``task_ids``) and directed, weighted edges.
 
     ``load_unit`` says what a load counts: ``tasks`` (the papers' unit loads, the default) or
-    ``cores`` (measured busy cores); see :mod:`streamsched.model.units`.
+    ``cores`` (measured busy cores); see :mod:`streamsched.model.units`. Per operator,
+    ``max_per_node`` (most tasks of it on one node, 0 = no limit; Storm's
+    ``maxNodeCoLocationCnt``) and ``slot_group`` (Flink's slot sharing group) feed the
+    co-location rule (:mod:`streamsched.model.colocation`); empty tuples: no limit, one group.
+
+    Storm's resource-aware scheduling adds a per-worker limit: ``onheap_mb[t]`` is the JVM heap
+    part of ``memory_mb[t]`` and ``worker_heap_mb`` the most heap one worker process of the graph
+    may hold (``topology.worker.max.heap.size.mb``; 0 = no limit). Graph files do not keep them.
+    ``contention`` optionally carries CAPSys's contention profile (:mod:`streamsched.model.contention`).
     """
 
     name: str
@@ -52,11 +60,19 @@ class TaskGraph:
     task_ids: np.ndarray
     memory_mb: np.ndarray
     load_unit: str = TASKS
+    max_per_node: tuple[int, ...] = ()
+    slot_group: tuple[str, ...] = ()
+    onheap_mb: np.ndarray | None = None
+    worker_heap_mb: float = 0.0
+    #: CAPSys's per-task cost vectors and link types
+    #: (:class:`streamsched.model.contention.ContentionProfile`), or None.
+    contention: Any = None
 
     @classmethod
     def build(cls, name: str, operator_names, task_operator, load, src, dst, rate,
               bytes_rate=None, task_ids=None, memory_mb=None, merge_duplicates: bool = True,
-              where: str | None = None, load_unit: str = TASKS) -> TaskGraph:
+              where: str | None = None, load_unit: str = TASKS, max_per_node=(), slot_group=(), onheap_mb=None,
+              worker_heap_mb: float = 0.0) -> TaskGraph:
         """Validate and freeze arrays; parallel edges between the same ordered pair are summed."""
         where = where or f"graph {name!r}"
         check_unit(load_unit, f"{where}: load_unit")
@@ -71,6 +87,11 @@ class TaskGraph:
         memory_mb = np.zeros(n) if memory_mb is None else np.asarray(memory_mb, dtype=np.float64)
         if not (load.shape == task_ids.shape == memory_mb.shape == (n,)):
             raise InputError(f"{where}: task arrays differ in length")
+        onheap_mb = None if onheap_mb is None else np.asarray(onheap_mb, dtype=np.float64)
+        if onheap_mb is not None and (onheap_mb.shape != (n,) or np.any(onheap_mb > memory_mb)):
+            raise InputError(f"{where}: onheap_mb must give one value per task, each at most its memory_mb")
+        if not (worker_heap_mb >= 0):
+            raise InputError(f"{where}: worker_heap_mb must be >= 0, got {worker_heap_mb!r}")
         if not (src.shape == dst.shape == rate.shape == bytes_rate.shape):
             raise InputError(f"{where}: edge arrays differ in length")
         if n and (task_operator.min() < 0 or task_operator.max() >= len(operator_names)):
@@ -98,6 +119,7 @@ class TaskGraph:
                     rate = np.bincount(inverse, weights=rate, minlength=unique.size)
                     bytes_rate = np.bincount(inverse, weights=bytes_rate, minlength=unique.size)
                     src, dst = unique // n, unique % n
+        max_per_node, slot_group = _operator_rule(where, len(operator_names), max_per_node, slot_group)
         index_type = np.int32 if n < 2**31 else np.int64
         return cls(
             name=name,
@@ -111,7 +133,17 @@ class TaskGraph:
             task_ids=_frozen(task_ids, np.int64),
             memory_mb=_frozen(memory_mb, np.float64),
             load_unit=load_unit,
+            max_per_node=max_per_node,
+            slot_group=slot_group,
+            onheap_mb=None if onheap_mb is None else _frozen(onheap_mb, np.float64),
+            worker_heap_mb=float(worker_heap_mb),
         )
+
+    @property
+    def has_colocation_rule(self) -> bool:
+        """True when some operator has a ``max_per_node`` or the operators form several slot
+        sharing groups (what a graph file must then carry)."""
+        return any(self.max_per_node) or len(set(self.slot_group)) > 1
 
     # ------------------------------------------------------------------ views
     @property
@@ -238,6 +270,20 @@ class TaskGraph:
 
     def __repr__(self) -> str:
         return json.dumps(self.summary())
+
+
+def _operator_rule(where: str, n_operators: int, max_per_node, slot_group) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``max_per_node`` (integers >= 0) and ``slot_group`` (strings), each empty or one per operator."""
+    caps = tuple(max_per_node or ())
+    groups = tuple(str(g) for g in (slot_group or ()))
+    for name, values in (("max_per_node", caps), ("slot_group", groups)):
+        if values and len(values) != n_operators:
+            raise InputError(f"{where}: {name} has {len(values)} values for {n_operators} operators")
+    for k, cap in enumerate(caps):
+        if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0:
+            raise InputError(f"{where}: max_per_node of operator {k} is {cap!r}; must be an integer >= 0")
+    caps = tuple(int(c) for c in caps)
+    return (caps if any(caps) else ()), (groups if len(set(groups)) > 1 else ())
 
 
 def _check_nonnegative(where: str, field: str, values: np.ndarray, label) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from streamsched.errors import InputError
-from streamsched.io import Fields, read_document
+from streamsched.model.io import present, read_document, validate
 from streamsched.model.limits import check_operators, check_tasks
 
 ROLES = ("source", "operator", "sink")
@@ -155,41 +155,25 @@ class Topology:
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "topology") -> Topology:
-        top = Fields(data, where)
-        name = top.str("name", "topology")
+        """A topology document (schema ``model/schemas/topology.schema.json``); the operator
+        bound is checked first, then the schema, then the rules a schema cannot state."""
+        if isinstance(data, dict) and isinstance(data.get("operators"), list):
+            check_operators(len(data["operators"]), f"{where}.operators")
+        validate(data, "topology", where)
         operators = []
-        raw_operators = top.list("operators", required=True)
-        check_operators(len(raw_operators), f"{where}.operators")
-        for i, raw in enumerate(raw_operators):
-            f = Fields(raw, f"{where}.operators[{i}]")
-            op = Operator(
-                name=f.str("name", required=True),
-                parallelism=f.integer("parallelism", 1, minimum=1),
-                role=f.str("role", "operator", choices=ROLES),
-                cpu_per_tuple=f.number("cpu_per_tuple", 1.0e-3, minimum=0),
-                memory_mb=f.number("memory_mb", 128.0, minimum=0),
-                selectivity=f.number("selectivity", 1.0, minimum=0),
-                tuple_bytes=f.number("tuple_bytes", 100.0, minimum=0),
-                source_rate=f.number("source_rate", 0.0, minimum=0),
-                task_load=f.number("task_load", None, minimum=0),
-            )
-            f.reject_unknown()
-            operators.append(op)
+        for raw in data["operators"]:
+            values = present(raw)
+            parallelism = int(values.pop("parallelism", 1))
+            operators.append(Operator(**{k: v if k in ("name", "role") else float(v) for k, v in values.items()},
+                                      parallelism=parallelism))
         streams = []
-        for i, raw in enumerate(top.list("streams")):
-            f = Fields(raw, f"{where}.streams[{i}]")
-            stream = Stream(
-                src=f.str("from", required=True),
-                dst=f.str("to", required=True),
-                grouping=f.str("grouping", "shuffle", choices=GROUPINGS),
-                key_skew=f.number("key_skew", 0.0, minimum=0),
-                pair_rate=f.number("pair_rate", None, minimum=0),
-            )
-            f.reject_unknown()
-            streams.append(stream)
-        top.reject_unknown()
+        for raw in data.get("streams") or ():
+            values = present(raw)
+            streams.append(Stream(src=values["from"], dst=values["to"], grouping=values.get("grouping", "shuffle"),
+                                  key_skew=float(values.get("key_skew", 0.0)),
+                                  pair_rate=None if "pair_rate" not in values else float(values["pair_rate"])))
         try:
-            return cls(name=name, operators=tuple(operators), streams=tuple(streams))
+            return cls(name=present(data).get("name", "topology"), operators=tuple(operators), streams=tuple(streams))
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
 

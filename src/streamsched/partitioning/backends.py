@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamsched.errors import InfeasibleError, InputError
+from streamsched.metrics import cut_traffic
 from streamsched.native_output import captured_native_output
 from streamsched.model.placement import CAPACITY_TOLERANCE
 from streamsched.partitioning.balance import fit_parts
@@ -127,8 +128,8 @@ class CSRGraph:
 
     def cut(self, parts: np.ndarray) -> float:
         """Summed weight of the edges between parts (each edge once)."""
-        rows = np.repeat(parts, np.diff(self.xadj))
-        return float(self.data[rows != parts[self.adjncy]].sum()) / 2.0
+        rows = np.repeat(np.arange(self.n), np.diff(self.xadj))
+        return cut_traffic(rows, self.adjncy, self.data, parts) / 2.0
 
 
 def partition(adjacency: sp.csr_matrix, n_parts: int, *, vertex_weights: np.ndarray | None = None,
@@ -236,7 +237,7 @@ def _fit(graph: CSRGraph, parts: np.ndarray, weights: np.ndarray, part_capacity:
 def cut_weight(adjacency: sp.csr_matrix, parts: np.ndarray) -> float:
     """Summed weight of the edges {i, j} with i and j in different parts (each edge once)."""
     coo = adjacency.tocoo()
-    return float(coo.data[parts[coo.row] != parts[coo.col]].sum()) / 2.0
+    return cut_traffic(coo.row, coo.col, coo.data, parts) / 2.0
 
 
 def _csr_arrays(adjacency: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

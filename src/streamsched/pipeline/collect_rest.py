@@ -25,6 +25,12 @@ worker died) counted something since the last reading that is lost with it. Each
 printed by the command; a rescaled Flink job (the vertices' parallelism changed) falls back to
 Flink's 60 s meters, as the reader does, with its warning.
 
+**Running placement.** ``collect flink`` also keeps ``.running-<source>.json`` (hidden, so the
+watch's file source skips it): the job's placement on its TaskManagers at the latest poll, as a
+``streamsched.placement/1`` file (node names = TaskManager ids, as ``read-engine`` writes its
+cluster) with the poll's ``time``. ``watch`` starts from it and measures each window's
+inter-node traffic on it (:func:`running_placement`).
+
 **Files.** Chunk ``traffic-<source>-<seq>.csv`` and ``load-<source>-<seq>.csv`` with sidecars
 ``.<chunk>.json`` (source, URL, the interval's poll times ``covers``, resets, warnings, rows).
 The state ``.collect-<source>.json`` holds the last reading (the base of the next difference)
@@ -52,6 +58,7 @@ from streamsched.engines import flink
 from streamsched.engines.rest_client import Deadline
 from streamsched.engines.storm import ui_rest
 from streamsched.errors import InputError
+from streamsched.metrics import remote_traffic
 from streamsched.model.paths import safe_name
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.pipeline.collect import _write_atomic
@@ -289,6 +296,7 @@ class StormUICollector(RestCollector):
                         if reading.graph.operator_names[reading.graph.task_operator[k]] in
                         {c.name for c in after.components if c.kind == "spout"})
         return reading.graph, {"topology_id": self.topology_id, "resets": resets, "warnings": list(reading.warnings),
+                               "current": remote_traffic(reading.graph, reading.placement),
                                "load_estimated_tasks": spouts, "load_unit": reading.graph.load_unit}
 
 
@@ -332,6 +340,26 @@ def flink_baseline(previous: flink.Snapshot, current: flink.Snapshot,
     return flink.Snapshot(previous.time, documents, previous.where), resets
 
 
+def running_placement(directory: str | Path, graph: TaskGraph, cluster) -> Any:
+    """The job's running placement a collector in ``directory`` last saw for ``graph``'s job
+    (``.running-*.json`` naming it), as a placement on ``cluster``; None when there is none.
+    ``InputError`` when it names a node ``cluster`` does not have."""
+    from streamsched.model.placement import Placement
+
+    found = None
+    for path in sorted(Path(directory).glob(".running-*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # being replaced: the next window reads it
+        if isinstance(data, dict) and data.get("graph") == graph.name and (
+                found is None or data.get("time", 0) > found[1].get("time", 0)):
+            found = (path, data)
+    if found is None:
+        return None
+    return Placement.from_dict(found[1], graph, cluster, where=str(found[0]))
+
+
 class FlinkCollector(RestCollector):
     """Polls the JobManager (``http://host:8081``): one consistent snapshot of the job per poll."""
 
@@ -355,7 +383,10 @@ class FlinkCollector(RestCollector):
         after = flink.Snapshot(current["time"], current["documents"], self.url)
         base, resets = flink_baseline(before, after, self.job_id)
         reading = flink.read_capture(flink.Capture(self.job_id, (base, after), self.url, self.url))
+        document = {**reading.placement.to_dict(reading.graph, reading.cluster), "time": current["time"]}
+        _write_atomic(self.out / f".running-{self.stem}.json", json.dumps(document, default=float).encode())
         return reading.graph, {"job_id": self.job_id, "resets": resets, "warnings": list(reading.warnings),
+                               "current": remote_traffic(reading.graph, reading.placement),
                                "rates_from": reading.report["rates_from"],
                                "load_estimated_tasks": [int(t) for t in reading.report["load_fallback_tasks"]],
                                "load_unit": reading.graph.load_unit}

@@ -17,6 +17,14 @@ best fit decreasing where needed, then moves that cost least traffic) and record
 reproductions. ``InfeasibleError`` otherwise means no placement exists (total load, a task
 larger than every node: :func:`check_fits`) or the repair found none either, and says which.
 
+Co-location rule (stated once, here): where the graph or cluster states one (at most k tasks of
+an operator per node: Storm's ``maxNodeCoLocationCnt``, Flink's task slots per slot sharing
+group; :mod:`streamsched.model.colocation`), :meth:`Scheduler.schedule` checks every
+scheduler's placement against it and finishes one that breaks it with the same repair
+(``repaired: true``, ``repair_reason`` naming the rule); ``strict=true`` refuses instead. The
+exact solver keeps the per-operator caps as constraints, so its placements need no repair with
+one slot sharing group.
+
 Tags are class attributes, like scikit-learn's estimator tags [2]_ or the extension points a
 Kubernetes scheduling plugin opts into [3]_: ``family``, ``objective``, ``exact``, ``randomised``
 and ``needs_edge_nodes`` say what a scheduler optimises and what it needs; the registry refuses
@@ -49,17 +57,18 @@ import numpy as np
 from streamsched.errors import InfeasibleError, ParameterError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
+from streamsched.model.colocation import CoLocationRule
 from streamsched.model.placement import CAPACITY_TOLERANCE, NO_WORKER, Placement, remaining_capacity
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import check_units
 from streamsched.schedulers.replanning import DEFAULT_THRESHOLD_PCT, adopt_if_better, repair
 
 __all__ = ["FAMILIES", "OBJECTIVES", "STRICT", "PackingFailed", "Param", "ResidualCluster", "Scheduler", "check_fits",
-           "has_edge_nodes", "remaining_capacity", "residual_cluster", "schedule_many"]
+           "has_edge_nodes", "remaining_capacity", "reschedule_each", "residual_cluster", "schedule_many"]
 
 #: Values of the ``family`` and ``objective`` tags the registry accepts.
 FAMILIES = ("cluster", "edge")
-OBJECTIVES = ("traffic", "balance", "resources", "makespan")
+OBJECTIVES = ("traffic", "balance", "resources", "makespan", "contention")
 
 _PARSERS = {int: int, float: float, str: str}
 
@@ -97,9 +106,23 @@ class Param:
         return value
 
     def describe(self) -> str:
-        domain = f" one of {self.choices}" if self.choices else (
-            f" in [{self.low}, {self.high}]" if self.low is not None or self.high is not None else "")
-        return f"{self.name}={self.default!r} ({self.kind.__name__}{domain}) {self.help}".rstrip()
+        """``name=default (what it takes) help``, written as one gives it with ``--param``."""
+        if self.choices:
+            *head, last = [str(c) for c in self.choices]
+            takes = f"{', '.join(head)} or {last}" if head else last
+        else:
+            takes = {bool: "true or false", int: "integer", float: "number"}.get(self.kind, "text")
+            low, high = (None if v is None else f"{v:g}" for v in (self.low, self.high))
+            takes += (f" from {low} to {high}" if low and high else f" >= {low}" if low
+                      else f" <= {high}" if high else "")
+        return f"{self.name}={_typed(self.default)} ({takes}) {self.help}".rstrip()
+
+
+def _typed(value: Any) -> str:
+    """A parameter value as one types it: ``true``, ``0.8``, ``cpu``; ``none`` for no value."""
+    if value is None or isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 #: The parameter every heuristic declares: ``strict=true`` refuses where the paper's packing
@@ -150,6 +173,32 @@ def repair_failed_packing(graph: TaskGraph, cluster: Cluster, failure: PackingFa
         "repair_reason": str(failure)})
 
 
+def keep_colocation_rule(graph: TaskGraph, cluster: Cluster, placement: Placement, strict: bool) -> Placement:
+    """``placement`` if it keeps the co-location rule (or there is none), else repaired by
+    :func:`~streamsched.schedulers.replanning.repair` with ``repaired``, ``repair_moved`` and
+    ``repair_reason`` in its metadata; ``strict`` refuses (``InfeasibleError``) instead."""
+    rule = CoLocationRule.of(graph, cluster)
+    broken = [] if rule is None else rule.violations(placement.node_of, limit=1)
+    if not broken:
+        return placement
+    if strict:
+        raise InfeasibleError(f"the placement breaks the co-location rule ({broken[0]}); strict=true refuses "
+                              f"instead of repairing it")
+    try:
+        fixed = repair(graph, cluster, placement)
+    except InfeasibleError as exc:
+        raise InfeasibleError(f"the placement breaks the co-location rule ({broken[0]}) and the repair found no "
+                              f"placement that keeps it: {exc}") from None
+    moved = np.flatnonzero(fixed.node_of != placement.node_of)
+    earlier = list(placement.metadata.get("repair_moved", []))
+    reason = f"co-location rule: {broken[0]}"
+    if placement.metadata.get("repair_reason"):
+        reason = f"{placement.metadata['repair_reason']}; {reason}"
+    return Placement.build(fixed.node_of, fixed.worker_of, {
+        **placement.metadata, "repaired": True, "repair_moved": sorted(set(earlier) | set(graph.task_ids[moved].tolist())),
+        "repair_reason": reason})
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -170,7 +219,8 @@ class Scheduler(ABC):
     #: ``"edge"`` (edge + cloud strategies: makespan under energy and compute constraints).
     family: ClassVar[str] = "cluster"
     #: What the scheduler optimises: ``"traffic"`` (inter-node traffic), ``"balance"`` (spread
-    #: load evenly, Storm's defaults), ``"resources"`` (R-Storm's resource fit) or ``"makespan"``.
+    #: load evenly, Storm's defaults), ``"resources"`` (R-Storm's resource fit), ``"makespan"``
+    #: or ``"contention"`` (CAPSys's bottleneck compute, state and network per node).
     objective: ClassVar[str] = "traffic"
     #: True when the result is proven optimal (or carries a proven bound and gap).
     exact: ClassVar[bool] = False
@@ -211,6 +261,7 @@ class Scheduler(ABC):
             if params.get(STRICT.name, True):
                 raise
             placement = repair_failed_packing(graph, cluster, failure)
+        placement = keep_colocation_rule(graph, cluster, placement, params.get(STRICT.name, False))
         wall = time.perf_counter() - start
         return placement.with_metadata(
             scheduler=self.name,
@@ -276,6 +327,9 @@ def check_fits(graph: TaskGraph, cluster: Cluster) -> None:
         raise InfeasibleError(
             f"graph {graph.name!r} needs load {need:g} but cluster {cluster.name!r} has capacity {have:g}"
         )
+    rule = CoLocationRule.of(graph, cluster)
+    if rule is not None and graph.n_tasks:
+        _check_rule_fits(graph, rule)
     if graph.n_tasks:
         biggest = float(graph.load.max())
         if biggest > cluster.capacity.max() * (1 + CAPACITY_TOLERANCE) + CAPACITY_TOLERANCE:
@@ -283,6 +337,26 @@ def check_fits(graph: TaskGraph, cluster: Cluster) -> None:
                 f"task {graph.task_ids[int(graph.load.argmax())]} needs load {biggest:g}; "
                 f"the largest node of {cluster.name!r} has capacity {cluster.capacity.max():g}"
             )
+
+
+def _check_rule_fits(graph: TaskGraph, rule: CoLocationRule) -> None:
+    """What the co-location rule alone makes impossible: an operator with more tasks than its
+    caps allow over all nodes, or (every node having task slots) more slots needed than exist."""
+    sizes = np.bincount(graph.task_operator, minlength=len(graph.operator_names))
+    room = np.minimum(rule.operator_node_caps(), sizes[:, None]).sum(axis=1)
+    short = np.flatnonzero(room < sizes)
+    if short.size:
+        v = int(short[0])
+        raise InfeasibleError(f"operator {graph.operator_names[v]!r} has {sizes[v]} tasks but the co-location rule "
+                              f"allows at most {room[v]} over the nodes of {rule.cluster.name!r}")
+    limited = rule.node_slots < np.iinfo(np.int64).max // 8
+    if limited.all():
+        needed = np.zeros(rule.n_groups, dtype=np.int64)
+        np.maximum.at(needed, rule.operator_group, sizes)
+        if needed.sum() > rule.node_slots.sum():
+            raise InfeasibleError(f"graph {graph.name!r} needs {needed.sum()} task slots (one per task of its largest "
+                                  f"operator, per slot sharing group) but cluster {rule.cluster.name!r} has "
+                                  f"{rule.node_slots.sum()}")
 
 
 # ------------------------------------------------------------------ several topologies
@@ -301,6 +375,9 @@ def residual_cluster(cluster: Cluster, used_load: np.ndarray, used_memory: np.nd
     (Isolation) keeps nothing."""
     nodes = []
     for k, node in enumerate(cluster.nodes):
+        if not (used_load[k] or used_memory[k] or used_slots[k] or dedicated[k]):
+            nodes.append(node)
+            continue
         capacity = 0.0 if dedicated[k] else max(node.capacity - float(used_load[k]), 0.0)
         nodes.append(replace(
             node, capacity=capacity, slots=0 if dedicated[k] else node.slots - len(used_slots[k]),
@@ -311,9 +388,62 @@ def residual_cluster(cluster: Cluster, used_load: np.ndarray, used_memory: np.nd
                            occupied=occupied, used_load=tuple(float(x) for x in used_load))
 
 
-def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
+class _Occupancy:
+    """What placed topologies hold on each node of ``cluster``: load, memory, worker slots and
+    dedicated nodes, per topology so that one can be taken off again."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        n = cluster.n_nodes
+        self.load, self.memory = np.zeros(n), np.zeros(n)
+        self.slots: list[set[int]] = [set() for _ in range(n)]
+        self.dedicated = np.zeros(n, dtype=int)
+        self.held: dict[int, tuple[np.ndarray, np.ndarray, list[tuple[int, int]], list[int]]] = {}
+
+    def residual(self) -> ResidualCluster:
+        return residual_cluster(self.cluster, self.load, self.memory, self.slots, self.dedicated > 0)
+
+    def add(self, key: int, graph: TaskGraph, placement: Placement) -> Placement:
+        """Record ``placement`` (made on :meth:`residual`) with its workers mapped to the nodes'
+        free slot numbers; returns the placement on ``cluster``'s slot numbers."""
+        node_of, worker_of = placement.node_of, placement.worker_of.astype(np.int64)
+        mapped = worker_of.copy()
+        for k in np.unique(node_of[worker_of >= 0]).tolist():
+            free = np.array(sorted(set(range(self.cluster.nodes[k].slots)) - self.slots[k]), dtype=np.int64)
+            on = (node_of == k) & (worker_of >= 0)
+            mapped[on] = free[worker_of[on]]
+        return self.hold(key, graph, Placement.build(node_of, mapped, placement.metadata))
+
+    def hold(self, key: int, graph: TaskGraph, placement: Placement) -> Placement:
+        """Record ``placement``, already on ``cluster``'s slot numbers."""
+        n = self.cluster.n_nodes
+        node_of, worker_of = placement.node_of, placement.worker_of
+        pairs = sorted(set(zip(node_of[worker_of >= 0].tolist(), worker_of[worker_of >= 0].tolist())))
+        load = np.bincount(node_of, weights=graph.load, minlength=n)
+        memory = np.bincount(node_of, weights=graph.memory_mb, minlength=n)
+        dedicated = list(placement.metadata.get("dedicated_nodes", []))
+        self.load += load
+        self.memory += memory
+        for k, w in pairs:
+            self.slots[k].add(w)
+        self.dedicated[dedicated] += 1
+        self.held[key] = (load, memory, pairs, dedicated)
+        return placement
+
+    def remove(self, key: int) -> None:
+        load, memory, pairs, dedicated = self.held.pop(key)
+        self.load = np.maximum(self.load - load, 0.0)
+        self.memory = np.maximum(self.memory - memory, 0.0)
+        for k, w in pairs:
+            self.slots[k].discard(w)
+        self.dedicated[dedicated] -= 1
+
+
+def schedule_many(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
                   skip_infeasible: bool = False) -> list[Placement | None]:
-    """Place several topologies on one cluster, in order, each on what the earlier ones left.
+    """Place several topologies on one cluster, in order, each on what the earlier ones left
+    (``scheduler`` one for all, or a list of one per graph: Storm's ``even`` with each
+    topology's ``topology.workers``).
 
     Works for every scheduler: each graph is scheduled on a :class:`ResidualCluster`, and its
     worker numbers are mapped back to the node's free slot numbers. Nodes a placement lists in
@@ -321,28 +451,43 @@ def schedule_many(scheduler: Scheduler, graphs: list[TaskGraph], cluster: Cluste
     that does not fit raises ``InfeasibleError``, or with ``skip_infeasible`` gets ``None`` and
     takes nothing.
     """
-    n = cluster.n_nodes
-    used_load, used_memory = np.zeros(n), np.zeros(n)
-    used_slots: list[set[int]] = [set() for _ in range(n)]
-    dedicated = np.zeros(n, dtype=bool)
+    occupancy = _Occupancy(cluster)
     out: list[Placement | None] = []
-    for graph in graphs:
-        residual = residual_cluster(cluster, used_load, used_memory, used_slots, dedicated)
+    for k, graph in enumerate(graphs):
         try:
-            placement = scheduler.schedule(graph, residual, seed=seed)
+            placement = _nth(scheduler, k).schedule(graph, occupancy.residual(), seed=seed)
         except InfeasibleError:
             if not skip_infeasible:
                 raise
             out.append(None)
             continue
-        free = [sorted(set(range(node.slots)) - used_slots[k]) for k, node in enumerate(cluster.nodes)]
-        worker_of = np.array([free[k][w] if w >= 0 else w for k, w in
-                              zip(placement.node_of.tolist(), placement.worker_of.tolist())], dtype=np.int32)
-        for k, w in zip(placement.node_of.tolist(), worker_of.tolist()):
-            if w >= 0:
-                used_slots[k].add(w)
-        used_load += np.bincount(placement.node_of, weights=graph.load, minlength=n)
-        used_memory += np.bincount(placement.node_of, weights=graph.memory_mb, minlength=n)
-        dedicated[list(placement.metadata.get("dedicated_nodes", []))] = True
-        out.append(Placement.build(placement.node_of, worker_of, placement.metadata))
+        out.append(occupancy.add(k, graph, placement))
+    return out
+
+
+def _nth(scheduler: Scheduler | list[Scheduler], k: int) -> Scheduler:
+    return scheduler[k] if isinstance(scheduler, list) else scheduler
+
+
+def reschedule_each(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph], cluster: Cluster,
+                    placements: list[Placement | None], seed: int = 0) -> list[tuple[Placement | None, str | None, float]]:
+    """Storm's second phase of ``TestLargeCluster``: with every placed topology on ``cluster``,
+    take each in turn off (``Cluster.unassign``) and schedule it again on what the others hold,
+    keeping the new placement for the following steps. Per graph: (new placement or None, why
+    not, seconds). A graph that was not placed is tried on what the others hold as well."""
+    occupancy = _Occupancy(cluster)
+    for k, (graph, placement) in enumerate(zip(graphs, placements)):
+        if placement is not None:
+            occupancy.hold(k, graph, placement)
+    out: list[tuple[Placement | None, str | None, float]] = []
+    for k, graph in enumerate(graphs):
+        start = time.perf_counter()
+        if k in occupancy.held:
+            occupancy.remove(k)
+        try:
+            placement = occupancy.add(k, graph, _nth(scheduler, k).schedule(graph, occupancy.residual(), seed=seed))
+            reason = None
+        except InfeasibleError as exc:
+            placement, reason = None, str(exc)
+        out.append((placement, reason, time.perf_counter() - start))
     return out

@@ -68,7 +68,7 @@ from streamsched.model.taskgraph import TaskGraph
 from streamsched.partitioning import assign_workers, partition
 from streamsched.schedulers import register
 from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler
-from streamsched.schedulers.limits import NO_WALL_LIMIT_S, WORK_LIMIT_MAX
+from streamsched.schedulers.limits import WORK_LIMIT_MAX
 
 CALIBRATION_FILE = "i_scheduler_calibration.json"
 UNFUSED = -1
@@ -241,7 +241,7 @@ def solve_reduced(graph: TaskGraph, cluster: Cluster, reduction: Reduction, thet
     n_items = int(item.max()) + 1 if item.size else 0
     loads = np.bincount(item, weights=graph.load, minlength=n_items)
     result = solve_placement(loads, item[graph.src], item[graph.dst], graph.rate, cluster.capacity,
-                             time_limit=wall_limit or NO_WALL_LIMIT_S, work_limit=theta, backend=solver, seed=seed,
+                             time_limit=wall_limit or None, work_limit=theta, backend=solver, seed=seed,
                              workers=workers)
     return item, result
 

@@ -1,15 +1,23 @@
 """The optimal scheduler of Eskandari et al. [1]_ section 3 (eqs. 1-5) and [2]_ section 5.
 
+``objective=contention`` instead minimises CAPSys's contention (the bottleneck node's compute,
+state and network cost, lexicographically or weighted) with :mod:`streamsched.solvers.contention`,
+under optional ceilings on each bottleneck and on the total network cost.
+
 Minimises inter-node traffic (eq. 3) subject to node capacity (eq. 4) and one node per task
-(eq. 5) with an exact solver (:func:`streamsched.solvers.solve_placement`), within
-``time_limit`` seconds of wall clock for the whole call (theta of [1]_ Algorithm 1).
+(eq. 5), and the co-location rule where one is stated (per-operator caps per node,
+``operator_caps``), with an exact solver (:func:`streamsched.solvers.solve_placement`). By default
+the search stops by ``work_limit`` deterministic seconds (CP-SAT's measure), so a run gives the
+same placement, bound and proof on any machine load; ``time_limit`` > 0 sets a wall-clock limit
+for the whole call instead (theta of [1]_ Algorithm 1).
 The placement's metadata carries ``status`` (optimal / feasible), the proven lower ``bound``
 and the relative ``gap``. All tasks of a node share its first worker slot (no inter-worker
 traffic inside a node).
 
 Warm starts: the other registered cluster schedulers (I-Scheduler, METIS, R-Storm and T3
 first, then the rest) run with the same seed and their default parameters in a forked child
-process for at most ``WARM_START_SHARE`` of the time limit; each placement that arrives in time
+process for at most ``WARM_START_SHARE`` of the time limit (without one: each to its end, at most
+``WARM_START_CAP_S`` in all); each placement that arrives in time
 is a candidate start, so ``optimal`` never returns a placement worse than one of them. A
 scheduler that fails is skipped (``warm_starts`` in the metadata says what each one gave).
 
@@ -32,26 +40,36 @@ References
 
 from __future__ import annotations
 
+import itertools
+import math
 import multiprocessing
 import time
 from typing import Any
 
 import numpy as np
 
-from streamsched.errors import InfeasibleError, InputError
-from streamsched.metrics import inter_node_traffic
+from streamsched.errors import InfeasibleError, InputError, ParameterError
+from streamsched.metrics import cut_traffic, inter_node_traffic
 from streamsched.model.cluster import Cluster
+from streamsched.model.colocation import CoLocationRule
 from streamsched.model.placement import NO_WORKER, Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.native_output import captured_native_output
 from streamsched.schedulers import register
-from streamsched.schedulers.base import Param, Scheduler, check_fits
+from streamsched.schedulers.base import Param, Scheduler, check_fits, keep_colocation_rule
 from streamsched.schedulers.limits import WORK_LIMIT_MAX
 from streamsched.solvers import BACKENDS, DEFAULT_MEMORY_LIMIT_MB, FORMULATIONS, solve_placement
 
 #: Share of ``time_limit`` the warm-start schedulers may use, and the ones tried first.
 WARM_START_SHARE = 0.3
+#: Without ``time_limit``, the warm starts all run to their end (deterministic) unless together
+#: they take longer than this (a safety for very large graphs: wall clock).
+WARM_START_CAP_S = 120.0
 FIRST_WARM_STARTS = ("i-scheduler", "metis", "r-storm", "t3")
+#: ``contention`` values: every order of the three dimensions (lexicographic), or a weighted sum,
+#: or the total network cost.
+CONTENTION_OBJECTIVES = tuple(",".join(p) for p in itertools.permutations(("compute", "state", "network"))) + (
+    "weighted", "network-total")
 
 
 @register
@@ -61,7 +79,11 @@ class OptimalScheduler(Scheduler):
     objective = "traffic"
     exact = True
     params = (
-        Param("time_limit", float, 10.0, "seconds (theta); the best placement found is returned", low=0.01,
+        Param("time_limit", float, 0.0, "wall-clock seconds for the whole call (theta; 0 = none: work_limit "
+              "alone stops the search, the same result on any machine load)", low=0.0,
+              high=WORK_LIMIT_MAX),
+        Param("work_limit", float, 10.0, "deterministic seconds (CP-SAT's measure) of search when time_limit "
+              "is 0", low=0.01,
               high=WORK_LIMIT_MAX),
         Param("backend", str, "cp-sat", "solver", choices=tuple(BACKENDS)),
         Param("workers", int, 1, "solver threads (1 keeps runs reproducible)", low=1, high=64),
@@ -71,10 +93,22 @@ class OptimalScheduler(Scheduler):
         Param("memory_limit_mb", float, DEFAULT_MEMORY_LIMIT_MB,
               "above this estimated model size, a smaller model or local search alone", low=1.0),
         Param("warm_starts", bool, True, "start from the other cluster schedulers' placements"),
+        Param("objective", str, "traffic", "traffic, or contention (CAPSys's bottleneck compute, state, network)",
+              choices=("traffic", "contention")),
+        Param("contention", str, "compute,state,network", "contention objective: an order of dimensions "
+              "(lexicographic), weighted or network-total", choices=CONTENTION_OBJECTIVES),
+        Param("contention_weights", str, "1,1,1", "weighted: weights of compute,state,network (each over CAPS's span)"),
+        Param("compute_ceiling", float, -1.0, "contention: largest node compute cost allowed (-1: none)", low=-1.0),
+        Param("state_ceiling", float, -1.0, "contention: largest node state cost allowed (-1: none)", low=-1.0),
+        Param("network_ceiling", float, -1.0, "contention: largest node network cost allowed (-1: none)", low=-1.0),
+        Param("traffic_ceiling", float, -1.0, "contention: largest total network cost, summed over nodes (-1: none)",
+              low=-1.0),
     )
     randomised = True
 
     def place(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
+        if params["objective"] == "contention":
+            return _contention(graph, cluster, params, seed)
         return self._solve(graph, cluster, params, seed)
 
     replan_options = (Param("migration_cost", float, 1.0, "cost per moved task, in rate units", low=0.0),)
@@ -99,7 +133,8 @@ class OptimalScheduler(Scheduler):
         params = self.resolved_params()
         check_fits(graph, cluster)
         started = time.perf_counter()
-        placement = self._solve(graph, cluster, params, int(seed), **constraints)
+        placement = keep_colocation_rule(graph, cluster, self._solve(graph, cluster, params, int(seed), **constraints),
+                                         strict=False)
         return placement.with_metadata(scheduler=self.name, params=params, seed=int(seed),
                                        wall_time_s=time.perf_counter() - started,
                                        cost=inter_node_traffic(graph, placement), **dict(placement.metadata))
@@ -110,24 +145,33 @@ class OptimalScheduler(Scheduler):
         report: dict[str, Any] = {}
         if params["warm_starts"] and "current" not in constraints and not constraints.get("pinned") \
                 and constraints.get("excluded") is None:
-            starts, report = heuristic_placements(graph, cluster, seed, params["time_limit"] * WARM_START_SHARE)
+            window = params["time_limit"] * WARM_START_SHARE if params["time_limit"] else WARM_START_CAP_S
+            starts, report = heuristic_placements(graph, cluster, seed, window)
         if params["respect_memory"]:
             constraints.update(memory=graph.memory_mb, node_memory=[n.ram_mb for n in cluster.nodes])
         if params["tasks_per_slot"]:
             constraints["max_items"] = cluster.slots * params["tasks_per_slot"]
-        remaining = max(params["time_limit"] - (time.perf_counter() - started), 0.01)
+        rule = CoLocationRule.of(graph, cluster)
+        if rule is not None:  # the whole rule with one slot sharing group; per-operator caps otherwise
+            constraints["operator_caps"] = (graph.task_operator, rule.operator_node_caps())
+        if params["time_limit"]:
+            remaining = max(params["time_limit"] - (time.perf_counter() - started), 0.01)
+            work = params["time_limit"] * (1 - WARM_START_SHARE)
+        else:
+            remaining, work = None, params["work_limit"]
         result = solve_placement(graph.load, graph.src, graph.dst, graph.rate, cluster.capacity,
                                  time_limit=remaining, backend=params["backend"], seed=seed,
                                  workers=params["workers"], formulation=params["formulation"],
                                  memory_limit_mb=params["memory_limit_mb"], groups=graph.task_operator,
-                                 warm_start=starts or None, work_limit=params["time_limit"] * (1 - WARM_START_SHARE),
+                                 warm_start=starts or None, work_limit=work,
                                  **constraints)
         if result.status == "infeasible":
             raise InfeasibleError(f"optimal: graph {graph.name!r} cannot be placed on cluster {cluster.name!r} "
                                   f"under its capacity (and other) constraints")
         if result.status == "unknown":
-            raise InfeasibleError(f"optimal: no placement of {graph.name!r} found within "
-                                  f"time_limit={params['time_limit']:g} s (none may exist)")
+            limit = f"time_limit={params['time_limit']:g} s" if params["time_limit"] else \
+                f"work_limit={params['work_limit']:g}"
+            raise InfeasibleError(f"optimal: no placement of {graph.name!r} found within {limit} (none may exist)")
         node_of = result.assignment
         worker_of = np.where(cluster.slots[node_of] > 0, 0, NO_WORKER)
         metadata = {"status": result.status, "bound": result.bound, "gap": result.gap,
@@ -145,6 +189,25 @@ class OptimalScheduler(Scheduler):
         return Placement.build(node_of, worker_of, metadata)
 
 
+def _contention(graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
+    """``objective=contention``: :func:`streamsched.schedulers.caps.exact_contention_placement`."""
+    from streamsched.schedulers.caps import exact_contention_placement
+
+    try:
+        weights = tuple(float(w) for w in params["contention_weights"].split(","))
+    except ValueError:
+        weights = ()
+    if len(weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in weights):
+        raise ParameterError(f"optimal.params.contention_weights: {params['contention_weights']!r} is not three "
+                             f"numbers >= 0 separated by commas")
+    ceilings = {d: params[f"{d}_ceiling"] for d in ("compute", "state", "network") if params[f"{d}_ceiling"] >= 0}
+    traffic = params["traffic_ceiling"] if params["traffic_ceiling"] >= 0 else None
+    return exact_contention_placement(graph, cluster, objective=params["contention"], weights=weights,
+                                      ceilings=ceilings, network_ceiling=traffic, time_limit=params["time_limit"],
+                                      work_limit=params["time_limit"], seed=seed, workers=params["workers"],
+                                      warm_start=params["warm_starts"])
+
+
 def heuristic_placements(graph: TaskGraph, cluster: Cluster, seed: int,
                          seconds: float) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Node per task of every other cluster scheduler that finishes within ``seconds``.
@@ -157,7 +220,7 @@ def heuristic_placements(graph: TaskGraph, cluster: Cluster, seed: int,
 
     names = [name for name in available() if name != OptimalScheduler.name
              and scheduler_class(name).family == "cluster" and not scheduler_class(name).exact
-             and not scheduler_class(name).needs_edge_nodes]
+             and not scheduler_class(name).needs_edge_nodes and scheduler_class(name).objective != "contention"]
     names = [n for n in FIRST_WARM_STARTS if n in names] + [n for n in names if n not in FIRST_WARM_STARTS]
     report: dict[str, Any] = {name: "not run (time)" for name in names}
     found: list[np.ndarray] = []
@@ -230,5 +293,5 @@ def _record(outcome: tuple[str, Any], graph: TaskGraph, report: dict[str, Any], 
     if isinstance(value, str):
         report[name] = value
         return
-    report[name] = float(graph.rate[value[graph.src] != value[graph.dst]].sum())
+    report[name] = cut_traffic(graph.src, graph.dst, graph.rate, value)
     found.append(value)

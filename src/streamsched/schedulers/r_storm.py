@@ -15,9 +15,14 @@ Resources: task memory is ``graph.memory_mb`` (a task without one gets Storm's c
 default, ``default_memory_mb`` = 128); task CPU is ``load x cpu_per_load`` (default 10 per load
 unit, Storm's component default for the micro-benchmarks' load 1); node CPU is ``cores x 100``
 and node memory ``ram_mb`` (Storm's supervisor defaults 400 / 4096 are the ``Node`` defaults of
-4 cores, 4096 MB). Several topologies (``schedule_many``): the CPU of the load earlier
-topologies put on a node is charged at the same ``cpu_per_load``. A topology's executors on
-one node share one worker (slot 0 of the node's free slots).
+4 cores, 4096 MB); a graph with loads in cores (Storm's stored topologies) costs 100 CPU per
+core. Several topologies (``schedule_many``): the CPU of the load earlier topologies put on a
+node is charged at the same rate. A topology's executors on one node share one worker (slot 0
+of the node's free slots), unless the graph limits a worker's heap (``worker_heap_mb``, Storm's
+``topology.worker.max.heap.size.mb``): then an executor joins the node's first worker of the
+topology with heap room, else opens another free slot, else the node does not fit (Storm's
+``RasNode.wouldFit``). The search is vectorised over the nodes: each step is one numpy
+comparison of the executor's needs with every node's remaining resources.
 A topology needing more CPU or memory than all nodes together fails at once; any other
 failure lists the executor's needs and every node's availability. Both fail the packing
 (:class:`~streamsched.schedulers.base.PackingFailed`, with the deepest partial placement the
@@ -40,6 +45,7 @@ import numpy as np
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.units import CORES
 from streamsched.schedulers import register
 from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler, remaining_capacity
 
@@ -49,25 +55,25 @@ CPU_PER_CORE = 100.0
 def executor_order(graph: TaskGraph) -> list[int]:
     """Storm's ``orderExecutors``: operators by connection count with their neighbours, then round robin."""
     n_ops = len(graph.operator_names)
-    a, b = graph.task_operator[graph.src], graph.task_operator[graph.dst]
+    a, b = graph.task_operator[graph.src].astype(np.int64), graph.task_operator[graph.dst].astype(np.int64)
     keep = a != b
+    pairs = np.unique(np.minimum(a[keep], b[keep]) * n_ops + np.maximum(a[keep], b[keep]))
     neighbours = [set() for _ in range(n_ops)]
-    for x, y in zip(a[keep].tolist(), b[keep].tolist()):
+    for x, y in zip((pairs // n_ops).tolist(), (pairs % n_ops).tolist()):
         neighbours[x].add(y)
         neighbours[y].add(x)
     by_connections = lambda ops: sorted(ops, key=lambda op: (-len(neighbours[op]), op))
     ordered: list[int] = []
+    listed = np.zeros(n_ops, dtype=bool)
     for op in by_connections(range(n_ops)):
         for candidate in [op] + by_connections(neighbours[op]):
-            if candidate not in ordered:
+            if not listed[candidate]:
+                listed[candidate] = True
                 ordered.append(candidate)
-    queues = [graph.operator_tasks(op).tolist() for op in ordered]
-    order: list[int] = []
-    while any(queues):
-        for queue in queues:
-            if queue:
-                order.append(queue.pop(0))
-    return order
+    # round robin: the r-th executor of every operator (in ``ordered``) before any (r+1)-th
+    position = np.empty(n_ops, dtype=np.int64)
+    position[ordered] = np.arange(n_ops)
+    return np.lexsort((position[graph.task_operator], graph.task_rank)).tolist()
 
 
 def node_order(cpu: np.ndarray, memory: np.ndarray) -> list[int]:
@@ -85,6 +91,12 @@ def node_cpu(cluster: Cluster, cpu_per_load: float) -> np.ndarray:
     cpu = np.array([n.cores * CPU_PER_CORE for n in cluster.nodes], dtype=np.float64)
     used = np.asarray(getattr(cluster, "used_load", ()) or np.zeros(cluster.n_nodes), dtype=np.float64)
     return np.maximum(cpu - used * cpu_per_load, 0.0)
+
+
+def cpu_per_load(graph: TaskGraph, given: float) -> float:
+    """CPU points per unit of load: 100 when the graph's loads are cores (Storm's percent of a
+    core, :mod:`streamsched.engines.storm.nimbus`), else the ``cpu_per_load`` parameter."""
+    return CPU_PER_CORE if graph.load_unit == CORES else given
 
 
 def task_demands(graph: TaskGraph, cpu_per_load: float, default_memory_mb: float) -> tuple[np.ndarray, np.ndarray]:
@@ -106,65 +118,127 @@ class RStormScheduler(Scheduler):
     )
 
     def place(self, graph, cluster, params, seed):
-        need_cpu, need_mem = task_demands(graph, params["cpu_per_load"], params["default_memory_mb"])
-        cpu = node_cpu(cluster, params["cpu_per_load"])
+        per_load = cpu_per_load(graph, params["cpu_per_load"])
+        need_cpu, need_mem = task_demands(graph, per_load, params["default_memory_mb"])
+        cpu = node_cpu(cluster, per_load)
         mem = np.array([n.ram_mb for n in cluster.nodes], dtype=np.float64)
         room = remaining_capacity(cluster)
-        nodes = [k for k in node_order(cpu, mem) if cluster.slots[k] > 0]
+        nodes = np.array([k for k in node_order(cpu, mem) if cluster.slots[k] > 0], dtype=np.int64)
         totals = (("CPU", need_cpu.sum(), cpu[nodes].sum()), ("MB", need_mem.sum(), mem[nodes].sum()))
         for resource, need, have in totals:
             if need > have * (1 + 1e-9) + 1e-9:
                 raise PackingFailed(f"r-storm: {graph.name!r} needs {need:g} {resource} in total; the nodes "
                                     f"with slots in {cluster.name!r} have {have:g} {resource} available",
-                                    np.full(graph.n_tasks, -1), nodes=sorted(nodes))
+                                    np.full(graph.n_tasks, -1), nodes=np.sort(nodes))
+        search = _Search(graph, need_cpu, need_mem, cpu[nodes], mem[nodes], room[nodes], cluster.slots[nodes])
         order = executor_order(graph)
-        tol = 1e-9
-        node_of = np.full(graph.n_tasks, -1, np.int32)
         choice = [0] * len(order)
         position, states, deepest = 0, 0, 0
         stuck = None
         while position < len(order):
             task = order[position]
-            placed = False
-            while choice[position] < len(nodes):
-                k = nodes[choice[position]]
-                choice[position] += 1
-                if (need_cpu[task] <= cpu[k] + tol and need_mem[task] <= mem[k] + tol
-                        and graph.load[task] <= room[k]):
-                    cpu[k] -= need_cpu[task]
-                    mem[k] -= need_mem[task]
-                    room[k] -= graph.load[task]
-                    node_of[task] = k
-                    placed = True
-                    states += 1
-                    break
-            if placed:
+            at = search.first_fit(task, choice[position])
+            if at >= 0:
+                search.assign(task, at)
+                choice[position] = at + 1
+                states += 1
                 position += 1
                 deepest = max(deepest, position)
                 continue
             if deepest == position:
-                stuck = (task, cpu.copy(), mem.copy(), room.copy(), node_of.copy())
+                stuck = search.snapshot(task, nodes, cluster.n_nodes)
             choice[position] = 0
             position -= 1
             if position < 0 or states >= params["max_state_search"]:
                 raise PackingFailed(self._failure(graph, cluster, stuck, need_cpu, need_mem, states), stuck[4],
-                                    np.where(stuck[4] >= 0, 0, -1), nodes=sorted(nodes), metadata={"states": states})
-            undo = order[position]
-            k = node_of[undo]
-            cpu[k] += need_cpu[undo]
-            mem[k] += need_mem[undo]
-            room[k] += graph.load[undo]
-            node_of[undo] = -1
-        return Placement.build(node_of, np.zeros(graph.n_tasks, np.int32), {"states": states})
+                                    np.where(stuck[4] >= 0, 0, -1), nodes=np.sort(nodes), metadata={"states": states})
+            search.undo(order[position])
+        node_of = np.where(search.at >= 0, nodes[np.maximum(search.at, 0)], -1)
+        return Placement.build(node_of, search.worker, {"states": states})
 
     def _failure(self, graph: TaskGraph, cluster: Cluster, stuck, need_cpu, need_mem, states: int) -> str:
         task, cpu, mem, room, _ = stuck
+        shown = [k for k in range(cluster.n_nodes) if cluster.slots[k] > 0]
         available = ", ".join(
-            f"{node.name} {cpu[k]:g} CPU/{mem[k]:g} MB/load {max(room[k], 0):.4g}"
-            for k, node in enumerate(cluster.nodes) if cluster.slots[k] > 0
-        )
+            f"{cluster.nodes[k].name} {cpu[k]:g} CPU/{mem[k]:g} MB/load {max(room[k], 0):.4g}" for k in shown[:8])
+        if len(shown) > 8:
+            available += f" and {len(shown) - 8} more nodes"
+        heap = ""
+        if graph.worker_heap_mb > 0 and graph.onheap_mb is not None:
+            heap = f", {graph.onheap_mb[task]:g} MB heap in a worker of at most {graph.worker_heap_mb:g} MB"
         return (
             f"r-storm: executor {graph.task_label(task)} of {graph.name!r} needs {need_cpu[task]:g} CPU, "
-            f"{need_mem[task]:g} MB, load {graph.load[task]:g}; available: {available} "
+            f"{need_mem[task]:g} MB, load {graph.load[task]:g}{heap}; available: {available} "
             f"(after {states} placements)"
         )
+
+
+class _Search:
+    """The resources left on the nodes of R-Storm's order (position ``i`` = the i-th node) while
+    one topology is placed, with its workers: an executor joins the node's first worker whose
+    heap stays within ``graph.worker_heap_mb`` (Storm's ``RasNode.wouldFit``), else opens a free
+    slot; without a limit, one worker per node (slot 0)."""
+
+    TOLERANCE = 1e-9
+
+    def __init__(self, graph, need_cpu, need_mem, cpu, mem, room, slots):
+        self.graph, self.need_cpu, self.need_mem = graph, need_cpu, need_mem
+        self.cpu, self.mem, self.room = cpu.astype(np.float64), mem.astype(np.float64), room.astype(np.float64)
+        self.limit = float(graph.worker_heap_mb)
+        self.heap = graph.onheap_mb if graph.onheap_mb is not None else graph.memory_mb
+        self.slots = np.asarray(slots, dtype=np.int64)
+        self.opened = np.zeros(self.cpu.size, dtype=np.int64)
+        self.least_heap = np.full(self.cpu.size, np.inf)  # least heap of an open worker per node
+        self.workers: dict[int, list[float]] = {}  # heap of each open worker, by node position
+        self.at = np.full(graph.n_tasks, -1, np.int64)
+        self.worker = np.full(graph.n_tasks, 0 if self.limit <= 0 else -1, np.int32)
+
+    def first_fit(self, task: int, start: int) -> int:
+        """The first node position >= ``start`` where ``task`` fits, or -1."""
+        tol = self.TOLERANCE
+        fits = ((self.cpu[start:] + tol >= self.need_cpu[task]) & (self.mem[start:] + tol >= self.need_mem[task])
+                & (self.room[start:] >= self.graph.load[task]))
+        if self.limit > 0:
+            h = self.heap[task]
+            fits &= (self.least_heap[start:] + h <= self.limit + tol) | (
+                (self.opened[start:] < self.slots[start:]) & (h <= self.limit + tol))
+        hit = int(np.argmax(fits)) if fits.size else 0
+        return start + hit if fits.size and fits[hit] else -1
+
+    def assign(self, task: int, at: int) -> None:
+        self.cpu[at] -= self.need_cpu[task]
+        self.mem[at] -= self.need_mem[task]
+        self.room[at] -= self.graph.load[task]
+        self.at[task] = at
+        if self.limit > 0:
+            heaps = self.workers.setdefault(at, [])
+            h = self.heap[task]
+            w = next((i for i, used in enumerate(heaps) if used + h <= self.limit + self.TOLERANCE), len(heaps))
+            if w == len(heaps):
+                heaps.append(0.0)
+                self.opened[at] += 1
+            heaps[w] += h
+            self.worker[task] = w
+            self.least_heap[at] = min(heaps)
+
+    def undo(self, task: int) -> None:
+        at = int(self.at[task])
+        self.cpu[at] += self.need_cpu[task]
+        self.mem[at] += self.need_mem[task]
+        self.room[at] += self.graph.load[task]
+        self.at[task] = -1
+        if self.limit > 0:
+            heaps, w = self.workers[at], int(self.worker[task])
+            heaps[w] -= self.heap[task]
+            if w == len(heaps) - 1 and not np.any((self.at >= 0) & (self.at == at) & (self.worker == w)):
+                heaps.pop()
+                self.opened[at] -= 1
+            self.least_heap[at] = min(heaps) if heaps else np.inf
+            self.worker[task] = -1
+
+    def snapshot(self, task: int, nodes: np.ndarray, n_nodes: int):
+        """(task, CPU, MB, load room per cluster node, node_of) for the failure message."""
+        cpu, mem, room = np.zeros(n_nodes), np.zeros(n_nodes), np.zeros(n_nodes)
+        cpu[nodes], mem[nodes], room[nodes] = self.cpu, self.mem, self.room
+        node_of = np.where(self.at >= 0, nodes[np.maximum(self.at, 0)], -1)
+        return task, cpu, mem, room, node_of

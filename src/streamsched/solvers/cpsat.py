@@ -65,7 +65,8 @@ def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.nd
     if status in ("optimal", "feasible"):
         values = np.array([solver.value(v) for v in xs], dtype=np.float64)
         objective = float(milp.cost @ values)
-        return MilpSolution(values, objective, min(float(solver.best_objective_bound) / scale, objective), status,
+        # the bound of the floored costs, divided back, stays below every solution's true cost
+        return MilpSolution(values, objective, float(solver.best_objective_bound) / scale, status,
                             work=float(solver.response_proto.deterministic_time))
     bound = float(solver.best_objective_bound) / scale if status == "unknown" else np.inf
     return MilpSolution(None, np.inf, bound, status, work=float(solver.response_proto.deterministic_time))

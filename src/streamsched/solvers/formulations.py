@@ -17,6 +17,13 @@ it. Each class is covered exactly (eq. 5), each type's nodes are counted exactly
 configuration respects eq. 4 by construction. Node and twin symmetry vanish entirely and the LP
 bound is strong. Built only while the number of configurations stays small.
 
+``cut`` (the plain model): the binaries ``P[i,u]`` of eq. 1, capacities as knapsack rows (eq. 4)
+and one binary ``c[a,b]`` per communicating pair with ``P[a,u] - P[b,u] <= c[a,b]`` (both
+ways, every node): eq. 3 is ``sum w_ab c[a,b]``. Its objective has one term per pair (not one
+per pair and node), which CP-SAT's core-based and LP-based lower bounding work on directly;
+no symmetry rows (CP-SAT finds the identical nodes itself; fixing one task's node slowed the
+proof on the demo graph from 2.6 to 11 deterministic seconds).
+
 ``assignment``: the task-by-node binaries ``P[i,u]`` of eq. 1 with a co-location variable per
 edge and node (``y <= P[a,u]``, ``y <= P[b,u]``, maximise co-located weight = minimise eq. 3),
 plus symmetry breaking: twins take non-decreasing node indices, and among identical nodes a
@@ -103,6 +110,7 @@ def find_symmetry(problem: PlacementProblem) -> Symmetry:
         lo, hi = adjacency.indptr[i], adjacency.indptr[i + 1]
         key = (problem.loads[i], None if problem.memory is None else problem.memory[i],
                problem.allowed[i].tobytes(), None if problem.current is None else int(problem.current[i]),
+               None if problem.item_group is None else int(problem.item_group[i]),
                adjacency.indices[lo:hi].tobytes(), adjacency.data[lo:hi].tobytes())
         item_class[i] = keys.setdefault(key, len(keys))
     n_classes = len(keys)
@@ -123,6 +131,7 @@ def find_symmetry(problem: PlacementProblem) -> Symmetry:
     for k in range(problem.n_nodes):
         key = (problem.capacity[k], None if problem.node_memory is None else problem.node_memory[k],
                None if problem.max_items is None else int(problem.max_items[k]),
+               None if problem.group_cap is None else problem.group_cap[:, k].tobytes(),
                problem.allowed[representative, k].tobytes(), k if holds_current[k] else -1)
         node_type[k] = node_keys.setdefault(key, len(node_keys))
     type_nodes = [np.flatnonzero(node_type == t) for t in range(len(node_keys))]
@@ -141,6 +150,7 @@ def _configurations(problem: PlacementProblem, sym: Symmetry, node: int, limit: 
     cap = problem.capacity[node] * (1 + TOLERANCE) + TOLERANCE
     mem_cap = None if problem.memory is None else problem.node_memory[node] * (1 + TOLERANCE) + TOLERANCE
     count_cap = None if problem.max_items is None else int(problem.max_items[node])
+    group_of = None if problem.group_cap is None else problem.item_group[reps]
     configs = np.zeros((1, n_classes), dtype=np.int16)
     load = np.zeros(1)
     mem = np.zeros(1)
@@ -159,6 +169,9 @@ def _configurations(problem: PlacementProblem, sym: Symmetry, node: int, limit: 
                 keep &= new_mem <= mem_cap
             if count_cap is not None:
                 keep &= count + copies <= count_cap
+            if group_of is not None:  # items of the class's group already in the configuration
+                same = group_of == group_of[c]
+                keep &= configs[:, same].sum(axis=1) + copies <= problem.group_cap[group_of[c], node]
             if not keep.any():
                 break
             block = configs[keep].copy()
@@ -284,6 +297,10 @@ def assignment_model(problem: PlacementProblem, sym: Symmetry) -> Milp:
         add(node_idx, np.arange(n_x), problem.memory[item_idx], np.full(m, -np.inf), problem.node_memory)
     if problem.max_items is not None:
         add(node_idx, np.arange(n_x), np.ones(n_x), np.full(m, -np.inf), problem.max_items.astype(np.float64))
+    if problem.group_cap is not None:  # at most group_cap[g, u] items of group g on node u
+        n_groups = problem.group_cap.shape[0]
+        add(problem.item_group[item_idx] * m + node_idx, np.arange(n_x), np.ones(n_x), np.full(n_groups * m, -np.inf),
+            problem.group_cap.ravel().astype(np.float64))
     for end in (problem.pair_a, problem.pair_b):  # y[p,u] <= P[end(p),u]
         r = np.arange(n_y)
         add(np.r_[r, r], np.r_[y_ids, x_index[end[pair_idx], pair_node]], np.r_[np.ones(n_y), -np.ones(n_y)],
@@ -339,6 +356,75 @@ def assignment_model(problem: PlacementProblem, sym: Symmetry) -> Milp:
         integer=integer, rows=rows, row_lower=np.concatenate(lowers), row_upper=np.concatenate(uppers),
         decode=decode, encode=encode, integral_objective=_integral(weights),
     )
+
+
+def cut_model(problem: PlacementProblem) -> Milp:
+    """The plain model (module docstring): ``P[i,u]`` per allowed (item, node), ``c`` per pair."""
+    n, m, n_pairs = problem.n_items, problem.n_nodes, problem.weight.size
+    item_idx, node_idx = np.nonzero(problem.allowed)
+    x_index = np.full((n, m), -1, dtype=np.int64)
+    x_index[item_idx, node_idx] = np.arange(item_idx.size)
+    n_x = item_idx.size
+    cost = np.r_[np.zeros(n_x), problem.weight]
+    offset = 0.0
+    if problem.current is not None and problem.migration_cost > 0:
+        movable = np.flatnonzero(problem.current >= 0)
+        offset += problem.migration_cost * movable.size
+        stay = x_index[movable, problem.current[movable]]
+        cost[stay[stay >= 0]] -= problem.migration_cost
+    blocks = [(item_idx, np.arange(n_x), np.ones(n_x), np.ones(n), np.ones(n)),  # eq. 5
+              (node_idx, np.arange(n_x), problem.loads[item_idx], np.full(m, -np.inf), problem.capacity)]  # eq. 4
+    if problem.memory is not None:
+        blocks.append((node_idx, np.arange(n_x), problem.memory[item_idx], np.full(m, -np.inf), problem.node_memory))
+    if problem.max_items is not None:
+        blocks.append((node_idx, np.arange(n_x), np.ones(n_x), np.full(m, -np.inf),
+                       problem.max_items.astype(np.float64)))
+    if problem.group_cap is not None:  # at most group_cap[g, u] items of group g on node u
+        n_groups = problem.group_cap.shape[0]
+        blocks.append((problem.item_group[item_idx] * m + node_idx, np.arange(n_x), np.ones(n_x),
+                       np.full(n_groups * m, -np.inf), problem.group_cap.ravel().astype(np.float64)))
+    for one, other in ((problem.pair_a, problem.pair_b), (problem.pair_b, problem.pair_a)):
+        pair, node = np.nonzero(problem.allowed[one])  # P[one,u] - P[other,u] - c <= 0
+        row = np.arange(pair.size)
+        theirs = x_index[other[pair], node]
+        has = theirs >= 0
+        blocks.append((np.r_[row, row[has], row], np.r_[x_index[one[pair], node], theirs[has], n_x + pair],
+                       np.r_[np.ones(pair.size), -np.ones(int(has.sum())), -np.ones(pair.size)],
+                       np.full(pair.size, -np.inf), np.zeros(pair.size)))
+    starts = np.cumsum([0] + [b[3].size for b in blocks])
+    rows = sp.csr_matrix((np.concatenate([b[2] for b in blocks]),
+                          (np.concatenate([b[0] + s0 for b, s0 in zip(blocks, starts)]),
+                           np.concatenate([b[1] for b in blocks]))), shape=(int(starts[-1]), n_x + n_pairs))
+
+    def decode(x: np.ndarray) -> np.ndarray:
+        chosen = np.flatnonzero(np.round(x[:n_x]) > 0.5)
+        assignment = np.full(n, -1, dtype=np.int64)
+        assignment[item_idx[chosen]] = node_idx[chosen]
+        return assignment
+
+    def encode(assignment: np.ndarray) -> np.ndarray | None:
+        assignment = np.asarray(assignment, dtype=np.int64)
+        if np.any(x_index[np.arange(n), assignment] < 0):
+            return None
+        x = np.zeros(n_x + n_pairs)
+        x[x_index[np.arange(n), assignment]] = 1
+        x[n_x:] = assignment[problem.pair_a] != assignment[problem.pair_b]
+        return x
+
+    return Milp(
+        name="cut", cost=cost, offset=offset, lower=np.zeros(n_x + n_pairs), upper=np.ones(n_x + n_pairs),
+        integer=np.ones(n_x + n_pairs, dtype=bool), rows=rows, row_lower=np.concatenate([b[3] for b in blocks]),
+        row_upper=np.concatenate([b[4] for b in blocks]), decode=decode, encode=encode,
+        integral_objective=_integral(np.r_[problem.weight, problem.migration_cost]),
+    )
+
+
+def cut_model_size(problem: PlacementProblem) -> int:
+    """Non-zeros of :func:`cut_model` without building it: per (item, node) variable its
+    assignment and capacity entries (memory, count), per (pair, node) two rows of three."""
+    n_x = int(problem.allowed.sum())
+    per_x = 2 + (problem.memory is not None) + (problem.max_items is not None) + (problem.group_cap is not None)
+    return per_x * n_x + 6 * problem.weight.size * problem.n_nodes
 
 
 def _neighbourhood_rows(problem: PlacementProblem, pair_idx, pair_node, y_ids, x_index):

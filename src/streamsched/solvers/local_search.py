@@ -97,6 +97,7 @@ class LocalSearch:
         memory = None if problem.memory is None else np.bincount(node_of, weights=problem.memory,
                                                                   minlength=problem.n_nodes)
         count = None if problem.max_items is None else np.bincount(node_of, minlength=problem.n_nodes)
+        self.group = None if problem.group_cap is None else problem.group_counts(node_of)
         locked = np.zeros(problem.n_items, dtype=bool)
         indptr, indices = self.adjacency.indptr, self.adjacency.indices
         blocked: list[tuple[int, int, float]] = []
@@ -122,6 +123,10 @@ class LocalSearch:
             return False
         if memory is not None and memory[k] + problem.memory[i] > self.memory_room[k]:
             return False
+        if self.group is not None:
+            g = problem.item_group[i]
+            if self.group[g, k] >= problem.group_cap[g, k]:
+                return False
         return count is None or count[k] < problem.max_items[k]
 
     def _move(self, i: int, k: int, node_of, load, memory, count) -> None:
@@ -134,6 +139,10 @@ class LocalSearch:
         if count is not None:
             count[u] -= 1
             count[k] += 1
+        if self.group is not None:
+            g = problem.item_group[i]
+            self.group[g, u] -= 1
+            self.group[g, k] += 1
         node_of[i] = k
 
     def _swaps(self, blocked, node_of, own, load, memory, count) -> bool:
@@ -160,6 +169,10 @@ class LocalSearch:
             if memory is not None:
                 fits &= (memory[v] - problem.memory[on_v] + problem.memory[i] <= self.memory_room[v]) & \
                         (memory[u] - problem.memory[i] + problem.memory[on_v] <= self.memory_room[u])
+            if self.group is not None:  # same group: counts unchanged; else both must have room
+                gi, gj = problem.item_group[i], problem.item_group[on_v]
+                fits &= (gj == gi) | ((self.group[gi, v] < problem.group_cap[gi, v])
+                                      & (self.group[gj, u] < problem.group_cap[gj, u]))
             on_v = on_v[fits]
             if on_v.size == 0:
                 continue

@@ -158,6 +158,12 @@ class NeighbourhoodSearch:
         if problem.max_items is not None:
             held = np.bincount(local[node_of[fixed_on]], minlength=k)
             extra["max_items"] = np.maximum(problem.max_items[nodes] - held, 0) + 1  # + the anchor
+        if problem.group_cap is not None:  # anchors: a group of their own, one per node
+            n_groups = problem.group_cap.shape[0]
+            held = np.zeros((n_groups, k), dtype=np.int64)
+            np.add.at(held, (problem.item_group[fixed_on], local[node_of[fixed_on]]), 1)
+            caps = np.vstack([np.maximum(problem.group_cap[:, nodes] - held, 0), np.ones((1, k), dtype=np.int64)])
+            extra["operator_caps"] = (np.r_[problem.item_group[free], np.full(k, n_groups)], caps)
         if problem.current is not None:
             home = local[np.maximum(problem.current[free], 0)]
             home[problem.current[free] < 0] = -1

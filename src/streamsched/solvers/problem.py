@@ -7,7 +7,8 @@ have a capacity. Minimise the summed weight of edges whose endpoints sit on diff
 (eq. 4, read as ``<=``: the worked example of Fig. 1 puts 3 unit tasks on a node of capacity 3).
 
 Optional constraints: item memory against node memory, a maximum number of items per node,
-items pinned to a node, (item, node) pairs excluded, and re-planning from a current placement
+a maximum number of items of each group per node (``operator_caps``: the co-location rule of
+:mod:`streamsched.model.colocation`, groups being operators), items pinned to a node, (item, node) pairs excluded, and re-planning from a current placement
 with a cost per migrated item (Ghosh et al. [2]_ section 3.2 count migrations when
 re-planning).
 
@@ -29,6 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from streamsched.errors import InputError
+from streamsched.metrics import cut_traffic
 
 #: Relative slack on capacities, the same as the placement validator's.
 TOLERANCE = 1e-9
@@ -49,6 +51,8 @@ class PlacementProblem:
     max_items: np.ndarray | None
     current: np.ndarray | None
     migration_cost: float
+    item_group: np.ndarray | None = None  # group per item (operator_caps)
+    group_cap: np.ndarray | None = None   # groups x nodes: most items of a group on a node
 
     @property
     def n_items(self) -> int:
@@ -64,14 +68,20 @@ class PlacementProblem:
 
     def cost(self, assignment: np.ndarray) -> float:
         """Inter-node traffic (eq. 3) plus migration cost of ``assignment``."""
-        cut = assignment[self.pair_a] != assignment[self.pair_b]
-        return float(self.weight[cut].sum()) + self.migration_cost * self.moved(assignment)
+        return cut_traffic(self.pair_a, self.pair_b, self.weight, assignment) + \
+            self.migration_cost * self.moved(assignment)
 
     def moved(self, assignment: np.ndarray) -> int:
         """How many items leave their current node (0 without a current placement)."""
         if self.current is None:
             return 0
         return int(np.count_nonzero((self.current >= 0) & (assignment != self.current)))
+
+    def group_counts(self, assignment: np.ndarray) -> np.ndarray:
+        """Groups x nodes: items of each group on each node (``operator_caps``)."""
+        held = np.zeros(self.group_cap.shape, dtype=np.int64)
+        np.add.at(held, (self.item_group, assignment), 1)
+        return held
 
     def violations(self, assignment: np.ndarray) -> list[str]:
         """Every constraint ``assignment`` breaks (empty when it is feasible)."""
@@ -90,6 +100,10 @@ class PlacementProblem:
             count = np.bincount(a, minlength=self.n_nodes)
             for k in np.flatnonzero(count > self.max_items):
                 problems.append(f"node {k} holds {count[k]} items > max_items {self.max_items[k]}")
+        if self.group_cap is not None:
+            held = self.group_counts(a)
+            for g, k in zip(*np.nonzero(held > self.group_cap)):
+                problems.append(f"node {k} holds {held[g, k]} items of group {g} > {self.group_cap[g, k]}")
         for i in np.flatnonzero(~self.allowed[np.arange(self.n_items), a]):
             problems.append(f"item {i} is on node {a[i]}, which it may not use")
         return problems
@@ -97,11 +111,14 @@ class PlacementProblem:
 
 def build_problem(loads, src, dst, rate, capacity, *, memory=None, node_memory=None,
                   max_items=None, pinned: Mapping[int, int] | None = None,
-                  excluded=None, current=None, migration_cost: float = 0.0) -> PlacementProblem:
+                  excluded=None, current=None, migration_cost: float = 0.0,
+                  operator_caps=None) -> PlacementProblem:
     """Check and normalise the inputs of :func:`streamsched.solvers.solve_placement`.
 
     ``pinned`` maps item -> node; ``excluded`` is an iterable of (item, node) pairs or a boolean
-    items x nodes matrix (True = forbidden); ``current`` gives each item's node (-1 = new item).
+    items x nodes matrix (True = forbidden); ``current`` gives each item's node (-1 = new item);
+    ``operator_caps`` is (group per item, groups x nodes matrix of the most items of a group a
+    node may hold).
     """
     loads = _vector("loads", loads)
     capacity = _vector("capacity", capacity)
@@ -129,6 +146,9 @@ def build_problem(loads, src, dst, rate, capacity, *, memory=None, node_memory=N
         row = np.zeros(m, dtype=bool)
         row[node] = allowed[item, node]
         allowed[item] = row
+    item_group, group_cap = _operator_caps(operator_caps, n, m)
+    if group_cap is not None:
+        allowed &= group_cap[item_group] > 0
     lonely = np.flatnonzero(~allowed.any(axis=1))
     if lonely.size:
         raise InputError(f"item {lonely[0]}: pins and exclusions leave it no node")
@@ -150,7 +170,25 @@ def build_problem(loads, src, dst, rate, capacity, *, memory=None, node_memory=N
         raise InputError("migration_cost: needs the current placement ('current')")
     return PlacementProblem(loads=loads, capacity=capacity, pair_a=key // max(n, 1), pair_b=key % max(n, 1),
                             weight=weight, allowed=allowed, memory=memory, node_memory=node_memory,
-                            max_items=max_items, current=current, migration_cost=float(migration_cost))
+                            max_items=max_items, current=current, migration_cost=float(migration_cost),
+                            item_group=item_group, group_cap=group_cap)
+
+
+def _operator_caps(value, n: int, m: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if value is None:
+        return None, None
+    try:
+        item_group, group_cap = value
+        item_group = np.asarray(item_group, dtype=np.int64).ravel()
+        group_cap = np.array(group_cap, dtype=np.int64, ndmin=2)
+    except (TypeError, ValueError):
+        raise InputError("operator_caps: expected (group per item, groups x nodes caps)") from None
+    if item_group.shape != (n,) or group_cap.shape[1] != m or (n and (item_group.min() < 0
+                                                                    or item_group.max() >= group_cap.shape[0])):
+        raise InputError(f"operator_caps: expected {n} group indices and a groups x {m} matrix")
+    if group_cap.size and group_cap.min() < 0:
+        raise InputError("operator_caps: caps must be >= 0")
+    return item_group, np.minimum(group_cap, max(n, 1))
 
 
 def _vector(name: str, values: Any, size: int | None = None) -> np.ndarray:
@@ -197,6 +235,7 @@ def greedy_assignment(problem: PlacementProblem) -> np.ndarray | None:
     free = problem.capacity * (1 + TOLERANCE) + TOLERANCE
     free_mem = None if problem.memory is None else problem.node_memory * (1 + TOLERANCE) + TOLERANCE
     free_count = None if problem.max_items is None else problem.max_items.astype(np.int64).copy()
+    free_group = None if problem.group_cap is None else problem.group_cap.copy()
     assignment = np.full(n, -1, dtype=np.int64)
     pull = np.zeros((n, m))
     constrained = problem.allowed.sum(axis=1)
@@ -206,6 +245,8 @@ def greedy_assignment(problem: PlacementProblem) -> np.ndarray | None:
             fits &= free_mem >= problem.memory[item]
         if free_count is not None:
             fits &= free_count > 0
+        if free_group is not None:
+            fits &= free_group[problem.item_group[item]] > 0
         if not fits.any():
             return None
         score = np.where(fits, pull[item] * 1e6 + free, -np.inf)
@@ -218,6 +259,8 @@ def greedy_assignment(problem: PlacementProblem) -> np.ndarray | None:
             free_mem[node] -= problem.memory[item]
         if free_count is not None:
             free_count[node] -= 1
+        if free_group is not None:
+            free_group[problem.item_group[item], node] -= 1
         for other, w in neighbours[item]:
             pull[other, node] += w
     return assignment

@@ -15,7 +15,7 @@ from streamsched.engines.flink.documents import (
     _get,
 )
 from streamsched.errors import InputError
-from streamsched.io import read_document
+from streamsched.model.io import read_document
 from streamsched.model.paths import inside
 
 

@@ -80,6 +80,7 @@ class VertexInfo:
     parallelism: int
     inputs: tuple[tuple[str, str], ...]  # (upstream vertex id, ship strategy)
     subtasks: tuple[SubtaskInfo, ...]
+    slot_sharing_group: str = ""  # /jobs/:jid vertices[].slotSharingGroupId ("" when not given)
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ def parse_snapshot(documents: Mapping[str, Any], job_id: str, where: str) -> Job
         vid = _get(vertex, "id", vw, str)
         ids.add(vid)
         vname = _get(vertex, "name", vw, str)
+        group = _get(vertex, "slotSharingGroupId", vw, str, required=False) or ""
         parallelism = _get(vertex, "parallelism", vw, int)
         if parallelism < 1:
             raise InputError(f"{vw}.parallelism: {parallelism}; must be >= 1")
@@ -261,7 +263,7 @@ def parse_snapshot(documents: Mapping[str, Any], job_id: str, where: str) -> Job
         missing = [i for i, s in enumerate(subtasks) if s is None]
         if missing:
             raise InputError(f"{dw}.subtasks: subtask {missing[0]} of {parallelism} is not listed")
-        vertices.append(VertexInfo(vid, vname, parallelism, tuple(inputs.get(vid, ())), tuple(subtasks)))
+        vertices.append(VertexInfo(vid, vname, parallelism, tuple(inputs.get(vid, ())), tuple(subtasks), group))
     for vertex in vertices:
         for upstream, strategy in vertex.inputs:
             if upstream not in ids:

@@ -24,6 +24,7 @@ from streamsched.engines.flink.documents import (
 from streamsched.engines.flink.traffic import pair_weights
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
+from streamsched.model.contention import ContentionProfile, with_profile
 from streamsched.model.placement import NO_WORKER, Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import CORES
@@ -129,7 +130,10 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
     graph = TaskGraph.build(
         name=last.name, operator_names=operator_names, task_operator=task_operator, load=loads,
         src=cat(srcs, np.int64), dst=cat(dsts, np.int64), rate=cat(pair_rates, np.float64),
-        bytes_rate=cat(pair_bytes, np.float64), where=f"{capture.where}: job {capture.job_id}", load_unit=CORES)
+        bytes_rate=cat(pair_bytes, np.float64), where=f"{capture.where}: job {capture.job_id}", load_unit=CORES,
+        slot_group=[v.slot_sharing_group for v in vertices])
+    profile = _contention_profile(vertices, operator_names, index, loads, bytes_out, offsets)
+    graph = with_profile(graph, profile, f"{capture.where}: job {capture.job_id}")
     cluster, placement, tm_report = _placement(last, node_by, n, capture.job_id, warnings)
     measured: dict[str, float | None] = {}
     for name in ("numBytesIn", "numBytesInLocal", "numBytesInRemote", "numRecordsIn", "numRecordsOut"):
@@ -159,8 +163,42 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
                            "bytes_in_remote": measured["numBytesInRemote"],
                            "records_in": measured["numRecordsIn"], "records_out": measured["numRecordsOut"]},
         "taskmanagers": tm_report,
+        "contention": {
+            "measured": list(profile.measured),
+            "not_measured": {"state": "Flink's REST metrics give no state access rate per subtask (RocksDB's "
+                                      "native metrics are off by default): state costs are 0"},
+            "per_task": {"compute": "busy cores (busy time ms/s / 1000)",
+                         "network": "bytes out per second (numBytesOut), per downstream operator"},
+            "operators": [{"name": name, "compute": float(profile.cost[k, 0]), "network": float(profile.cost[k, 2]),
+                           "outbound": profile.outbound[k]} for k, name in enumerate(operator_names)],
+        },
     }
     return FlinkReading(graph, placement, cluster, report, tuple(warnings))
+
+
+def _contention_profile(vertices: Sequence[VertexInfo], names: list[str], index: Mapping[str, int], loads: np.ndarray,
+                        bytes_out: Mapping[str, np.ndarray], offsets: np.ndarray) -> ContentionProfile:
+    """CAPSys's per-task vector of each vertex: compute = mean busy cores of its subtasks,
+    network = mean bytes out per second over its downstream vertices (CAPS charges it per link),
+    state not measured; a vertex's link type is its outputs' ship strategy (``FORWARD`` only
+    when all are, ``REBALANCE`` when all are, else ``HASH``)."""
+    downstream: list[list[int]] = [[] for _ in vertices]
+    strategies: list[set[str]] = [set() for _ in vertices]
+    for k, v in enumerate(vertices):
+        for upstream, strategy in v.inputs:
+            downstream[index[upstream]].append(k)
+            strategies[index[upstream]].add(strategy)
+    cost = np.zeros((len(vertices), 3))
+    outbound = []
+    for k, v in enumerate(vertices):
+        cost[k, 0] = float(loads[offsets[k]:offsets[k + 1]].mean())
+        cost[k, 2] = float(bytes_out[v.id].mean()) / max(len(downstream[k]), 1)
+        kinds = strategies[k]
+        outbound.append("" if not kinds else "FORWARD" if kinds == {"FORWARD"} else
+                        "REBALANCE" if kinds == {"REBALANCE"} else "HASH")
+    cost.setflags(write=False)
+    return ContentionProfile(tuple(names), tuple(v.parallelism for v in vertices), cost, tuple(outbound),
+                             tuple(tuple(d) for d in downstream), measured=("compute", "network"))
 
 
 def _bytes_per_record(rec_in: np.ndarray, bytes_in: np.ndarray, rec_out: np.ndarray, bytes_out: np.ndarray) -> np.ndarray:
@@ -236,7 +274,7 @@ def _placement(state: JobState, node_by: str, n: int, job_id: str, warnings: lis
     ordered = sorted(tms.values(), key=lambda t: (t.host, t.id))
     if node_by == "taskmanager":
         nodes = [Node(name=tm.id, capacity=min(tm.flink_cores, tm.cores), slots=1, cores=max(1, math.ceil(tm.cores)),
-                      ram_mb=tm.memory_mb) for tm in ordered]
+                      ram_mb=tm.memory_mb, task_slots=max(tm.slots, 0)) for tm in ordered]
         node_of_tm = {tm.id: (k, 0) for k, tm in enumerate(ordered)}
     else:
         hosts: dict[str, list[TaskManagerInfo]] = {}
@@ -246,7 +284,7 @@ def _placement(state: JobState, node_by: str, n: int, job_id: str, warnings: lis
         for k, (host, group) in enumerate(hosts.items()):
             cores = max(tm.cores for tm in group)
             nodes.append(Node(name=host, capacity=cores, slots=len(group), cores=max(1, math.ceil(cores)),
-                              ram_mb=sum(tm.memory_mb for tm in group)))
+                              ram_mb=sum(tm.memory_mb for tm in group), task_slots=sum(max(tm.slots, 0) for tm in group)))
             for w, tm in enumerate(group):
                 node_of_tm[tm.id] = (k, w)
     node_of = np.full(n, -1, dtype=np.int64)

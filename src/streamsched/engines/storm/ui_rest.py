@@ -38,7 +38,7 @@ from streamsched.engines.storm.plan import (
     STORM_DEFAULT_SLOTS, StormExecutor, StormLayout, is_system, java_order, nimbus_task_ids, worker_ports,
 )
 from streamsched.errors import InputError
-from streamsched.io import read_document
+from streamsched.model.io import read_document
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph

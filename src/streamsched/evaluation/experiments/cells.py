@@ -6,9 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from streamsched.evaluation.performance import ModelParams, regime
-from streamsched.model.cluster import Cluster
-from streamsched.model.taskgraph import TaskGraph
+from streamsched.performance import ModelParams, regime
 
 #: Presets a cell can be evaluated under besides :data:`REGIMES`: Fischer's set-up with acking
 #: (Storm 0.9, fischer-metis-scheduler.txt V-B2) on the set fitted to his cluster, and the same
@@ -25,8 +23,7 @@ def model_params(name: str) -> ModelParams:
 
 @dataclass(frozen=True)
 class Cell:
-    """One run: a scheduler on a workload and cluster (names resolved by :func:`.registry.build_graph`
-    and :func:`.registry.build_cluster`), evaluated under the listed model presets."""
+    """One run: a scheduler on a workload and cluster (built-in names, :mod:`streamsched.workloads`), evaluated under the listed model presets."""
 
     experiment: str
     scheduler: str
@@ -42,8 +39,7 @@ class Cell:
 class Experiment:
     """One paper's experiment. ``cells(schedulers, quick, seed)`` lists its runs;
     ``summarise(rows, out_dir)`` writes its tables and figures and returns their paths.
-    ``graph(name, seed)`` and ``cluster(name)`` build the instances only this experiment
-    names (None for any other name); the rest are built-in workloads and clusters. ``run``
+    Cells name built-in workloads and clusters (:mod:`streamsched.workloads`). ``run``
     replaces the runner's cell (one scheduler's placement) for experiments whose cells are
     something else (the edge paper's control-interval simulations)."""
 
@@ -52,6 +48,4 @@ class Experiment:
     schedulers: tuple[str, ...]
     cells: Callable[[tuple[str, ...], bool, int], list[Cell]]
     summarise: Callable[[list[dict[str, Any]], Path], list[Path]]
-    graph: Callable[[str, int], TaskGraph | None] | None = None
-    cluster: Callable[[str], Cluster | None] | None = None
     run: Callable[[Cell], dict[str, Any]] | None = None

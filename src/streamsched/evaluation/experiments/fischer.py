@@ -1,68 +1,17 @@
 """``fischer``: 10-80 node sweeps of the Parallel and Payload topologies, network load and
 throughput against the even scheduler, tuple-size sweep and acking (fischer-metis-scheduler.txt
-V, Figs. 6, 9, 11, Table I). Its instances: ``fischer-parallel-P``, ``fischer-payload-P``,
-``fischer-bytes-B-P`` graphs and ``fischer-N`` clusters."""
+V, Figs. 6, 9, 11, Table I). Its instances, ``fischer-parallel-P``, ``fischer-payload-P``,
+``fischer-bytes-B-P`` graphs and ``fischer-N`` clusters, are built-in workloads and clusters
+(:mod:`streamsched.workloads`)."""
 
 from __future__ import annotations
 
-import re
 
-import numpy as np
 
 from streamsched.evaluation import paper_numbers as paper
 from streamsched.evaluation.experiments.cells import Cell, Experiment
 from streamsched.evaluation.experiments.tables import figure, missing_note, ok_rows, write_table
 from streamsched.evaluation.pictures import line_chart
-from streamsched.model.cluster import Cluster, Node
-from streamsched.model.taskgraph import TaskGraph
-
-
-def fischer_chains(name: str, parallelism: int, depth: int, tuple_bytes: float, seed: int) -> TaskGraph:
-    """fischer-metis-scheduler.txt IV-C, Fig. 3: a spout and ``depth`` bolts, ``parallelism``
-    tasks each, joined by fields grouping on one key per chain. Storm routes a key to
-    ``hash(key) mod P``, so stage j's task i feeds stage j+1's task ``perm_j(i)`` for a seeded
-    permutation: the chains are disjoint but not aligned by task index. Spouts emit 1000 tuples/s."""
-    rng = np.random.default_rng(seed)
-    p = parallelism
-    task_operator = np.repeat(np.arange(depth + 1), p)
-    chain = np.arange(p)
-    src, dst = [], []
-    for stage in range(depth):
-        nxt = rng.permutation(p)
-        src.append(stage * p + chain)
-        dst.append((stage + 1) * p + nxt[chain])
-        chain = nxt[chain]
-    src_a, dst_a = np.concatenate(src), np.concatenate(dst)
-    rate = np.full(src_a.size, 1000.0)
-    names = ["spout"] + [f"bolt{i}" for i in range(1, depth + 1)]
-    return TaskGraph.build(name, names, task_operator, np.ones(task_operator.size), src_a, dst_a, rate,
-                           bytes_rate=rate * tuple_bytes)
-
-
-def fischer_graph(name: str, seed: int = 0) -> TaskGraph | None:
-    """``fischer-parallel-P``, ``fischer-payload-P`` (depth 7, tuples of 16 and 3072 bytes) or
-    ``fischer-bytes-B-P`` (depth 3, tuples of B bytes, fischer-metis-scheduler.txt V-B1); None
-    for any other name."""
-    match = re.fullmatch(r"fischer-(parallel|payload)-(\d+)", name)
-    if match:
-        size = 16.0 if match.group(1) == "parallel" else 3072.0
-        return fischer_chains(name, int(match.group(2)), 7, size, seed)
-    match = re.fullmatch(r"fischer-bytes-(\d+)-(\d+)", name)
-    if match:
-        return fischer_chains(name, int(match.group(2)), 3, float(match.group(1)), seed)
-    return None
-
-
-def fischer_cluster(name: str) -> Cluster | None:
-    """``fischer-N``: N iMacs (4 cores at 2.7 GHz, 1 Gbps), one worker slot each, capacity 8
-    tasks (fischer-metis-scheduler.txt IV-D: about 8 tasks per machine); None for any other name."""
-    match = re.fullmatch(r"fischer-(\d+)", name)
-    if match:
-        n = int(match.group(1))
-        nodes = tuple(Node(f"imac{i + 1}", capacity=8.0, slots=1, cores=4, ghz=2.7, ram_mb=8192.0,
-                           rack=f"row-{i // 8}") for i in range(n))
-        return Cluster(name, nodes)
-    return None
 
 
 FISCHER_SIZES = tuple(range(10, 81, 10))
@@ -155,4 +104,4 @@ def summarise(rows, out_dir):
 
 EXPERIMENT = Experiment(
     "fischer", "10-80 node sweeps of Parallel and Payload, tuple size and acking",
-    ("even", "metis", "ols"), list_cells, summarise, graph=fischer_graph, cluster=fischer_cluster)
+    ("even", "metis", "ols"), list_cells, summarise)

@@ -1,8 +1,8 @@
 """The experiments registry: every module of this package that defines ``EXPERIMENT``.
 
 Modules are imported on first use; the registry refuses two experiments of one name and
-answers an unknown name with the list of known ones. It also resolves the instance names cells
-carry: an experiment's own instances first, then the built-in workloads and clusters.
+answers an unknown name with the list of known ones. The instance names cells carry are built-in
+workloads and clusters (:mod:`streamsched.workloads`).
 """
 
 from __future__ import annotations
@@ -10,11 +10,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from streamsched import workloads
 from streamsched.errors import InputError
 from streamsched.evaluation.experiments.cells import Experiment
-from streamsched.model.cluster import Cluster
-from streamsched.model.taskgraph import TaskGraph
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
 _EXPERIMENTS: dict[str, Experiment] = {}
@@ -42,21 +39,3 @@ def experiment(name: str) -> Experiment:
         return known[name]
     except KeyError:
         raise InputError(f"unknown experiment {name!r} (known: {', '.join(known)})") from None
-
-
-def build_graph(name: str, seed: int = 0) -> TaskGraph:
-    """The graph an experiment names (e.g. ``fischer-payload-10``), else a built-in workload."""
-    for exp in experiments().values():
-        graph = exp.graph(name, seed) if exp.graph is not None else None
-        if graph is not None:
-            return graph
-    return workloads.workload(name)
-
-
-def build_cluster(name: str) -> Cluster:
-    """The cluster an experiment names (e.g. ``fischer-30``), else a built-in cluster."""
-    for exp in experiments().values():
-        cluster = exp.cluster(name) if exp.cluster is not None else None
-        if cluster is not None:
-            return cluster
-    return workloads.cluster(name)

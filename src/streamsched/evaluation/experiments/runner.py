@@ -10,23 +10,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from streamsched.comparison import params_for, placement_row
+from streamsched.evaluation.comparison import params_for, placement_row
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.evaluation.experiments.cells import Cell, model_params
-from streamsched.evaluation.experiments.registry import build_cluster, build_graph, experiment
-from streamsched.evaluation.performance import predict
+from streamsched import workloads
+from streamsched.evaluation.experiments.registry import experiment
+from streamsched.performance import predict
 from streamsched.schedulers import available, scheduler_class
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
-    """Run one cell: the cell's fields, :func:`streamsched.comparison.placement_row` of its
+    """Run one cell: the cell's fields, :func:`streamsched.evaluation.comparison.placement_row` of its
     placement and the model's figures under each of its presets. Expected failures become a
     ``status`` (missing, infeasible, error), never raise."""
     row: dict[str, Any] = {**{k: v for k, v in asdict(cell).items() if k not in ("params", "models")},
                            "params": dict(cell.params)}
     if cell.scheduler not in available():
         return {**row, "status": "missing", "error": f"scheduler {cell.scheduler!r} is not registered"}
-    graph, cluster = build_graph(cell.workload, cell.seed), build_cluster(cell.cluster)
+    graph, cluster = workloads.workload(cell.workload, cell.seed), workloads.cluster(cell.cluster)
     row.update(tasks=graph.n_tasks, nodes=cluster.n_nodes)
     try:
         scheduler = scheduler_class(cell.scheduler)(**params_for(cell.scheduler, dict(cell.params)))

@@ -91,7 +91,7 @@ class ModelParams:
 
 #: The fitted parameter sets (written by ``benchmarks/calibrate_model.py``, never by hand;
 #: docs/evaluation.md, "Calibration"): one per paper hardware and ``default``.
-CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "data" / "model_calibration.json"
+CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "model_calibration.json"
 #: Workload settings of i-scheduler.txt section 6.1 applied to the default set: I/O-intensive
 #: runs throttle the spouts (Storm's max spout pending), CPU-intensive runs do not.
 SETTING_SETS = {"io-bound": {"max_spout_pending": 1}, "cpu-bound": {"max_spout_pending": 0}}
@@ -148,14 +148,19 @@ def describe(name: str) -> str:
     return _DESCRIPTIONS[name]
 
 
-def describe_params(params: ModelParams) -> str:
-    """:func:`describe` of the fitted set ``params`` equals (``default`` first; acking aside),
-    or a note that the parameters are not a fitted set."""
+def fitted_set(params: ModelParams) -> str | None:
+    """The name of the fitted set ``params`` equals (``default`` first; acking aside), else None."""
     plain = params.with_(acking=False)
-    for name in ("default", *REGIMES):
-        if REGIMES.get(name) == plain:
-            return describe(name) + (", with acking" if params.acking else "")
-    return "custom parameters, not a fitted set (no measured error)"
+    return next((name for name in ("default", *REGIMES) if REGIMES.get(name) == plain), None)
+
+
+def describe_params(params: ModelParams) -> str:
+    """:func:`describe` of the fitted set ``params`` equals, or a note that the parameters are
+    not a fitted set."""
+    name = fitted_set(params)
+    if name is None:
+        return "custom parameters, not a fitted set (no measured error)"
+    return describe(name) + (", with acking" if params.acking else "")
 
 
 @dataclass(frozen=True)

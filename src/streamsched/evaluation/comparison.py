@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable
 
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate
+from streamsched.performance import ModelParams, predict, regime
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -69,17 +70,38 @@ def placement_row(name: str, graph: TaskGraph, cluster: Cluster, placement: Plac
     row = {"scheduler": name, **evaluate(graph, placement, cluster)}
     row["wall_time_s"] = meta.get("wall_time_s")
     row["status"] = meta.get("status", "ok" if row["valid"] else "invalid")
-    for key in ("bound", "gap", "repaired"):
+    for key in ("bound", "gap", "bound_source", "repaired"):
         if key in meta:
             row[key] = meta[key]
     return row
 
 
+def add_prediction(row: dict[str, Any], graph: TaskGraph, cluster: Cluster, placement: Placement,
+                   model: ModelParams) -> dict[str, Any]:
+    """Add the performance model's throughput (also in the io- and cpu-bound regimes), latency
+    and bottleneck to a row; a graph the model cannot evaluate (a cycle) gets
+    ``prediction_error`` instead, the same with or without a report."""
+    try:
+        prediction = predict(graph, cluster, placement, model).summary()
+        by_regime = {key: predict(graph, cluster, placement, regime(name)).throughput_tps
+                     for key, name in (("throughput_io_tps", "io-bound"), ("throughput_cpu_tps", "cpu-bound"))}
+    except InputError as exc:
+        row["prediction_error"] = str(exc)
+        return row
+    row.update({k: prediction[k] for k in ("throughput_tps", "throughput_per_node", "source_tps",
+                                           "bottleneck", "regime", "max_rate_scale")})
+    row.update(by_regime)
+    row["latency_ms"] = prediction["latency_s"] * 1e3
+    row["task_latency_ms"] = prediction["task_latency_s"] * 1e3
+    return row
+
+
 def run_schedulers(graph: TaskGraph, cluster: Cluster, names: list[str], params: dict[str, Any] | None = None,
-                   seed: int = 0, on_start: Callable[[str], None] | None = None) -> list[Outcome]:
+                   seed: int = 0, on_start: Callable[[str], None] | None = None,
+                   model: ModelParams | None = None) -> list[Outcome]:
     """Run each scheduler once; an infeasible or failing one gets a row saying why (status
     ``infeasible`` or ``error``), and one that does not serve ``cluster`` a ``skipped`` row with
-    its ``reason``."""
+    its ``reason``. With ``model``, every placed row gets its prediction (:func:`add_prediction`)."""
     params = params or {}
     outcomes = []
     for name in names:
@@ -101,7 +123,10 @@ def run_schedulers(graph: TaskGraph, cluster: Cluster, names: list[str], params:
             outcomes.append(Outcome({"scheduler": name, "valid": False, "status": "error",
                                      "error": failure_reason(exc)}, None))
             continue
-        outcomes.append(Outcome(placement_row(name, graph, cluster, placement), placement))
+        row = placement_row(name, graph, cluster, placement)
+        if model is not None:
+            add_prediction(row, graph, cluster, placement, model)
+        outcomes.append(Outcome(row, placement))
     return outcomes
 
 

@@ -1,0 +1,229 @@
+"""The main job, one library call: monitoring data -> snapshot (ingest on Spark) -> placements
+of every scheduler -> comparison ranked, with its verdict -> HTML report -> the recommended
+plan in the engine's format. ``streamsched run`` (on a user's data), ``streamsched demo`` and
+``make demo`` (on synthetic data of a built-in workload) call it once; ``compare`` runs its
+comparison stage alone (:func:`compare`).
+
+Each stage's result is typed (:class:`Ingested`, :class:`Compared`, :class:`JobResult`); the
+graph is built once, from the snapshot, and every later stage takes it from there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from streamsched.engines.exports import FORMATS
+from streamsched.engines.exports import export as export_plan
+from streamsched.errors import InputError
+from streamsched.evaluation.comparison import (SORT_KEY, Outcome, add_prediction, placement_row, rank_outcomes,
+                                               run_schedulers)
+from streamsched.evaluation.engine_models import CALIBRATED_ENGINES, fitted_model, no_model_text
+from streamsched.evaluation.verdict import CURRENT, model_error, verdict
+from streamsched.model.cluster import Cluster
+from streamsched.model.placement import Placement
+from streamsched.model.taskgraph import TaskGraph
+from streamsched.performance import regime
+from streamsched.schedulers.base import check_fits
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """The ingest stage: the run report (rows read = accepted + quarantined), the snapshot
+    written and the measured graph read back from it."""
+
+    report: dict[str, Any]
+    snapshot: Path
+    graph: TaskGraph
+
+
+@dataclass(frozen=True)
+class Compared:
+    """The comparison stage: ranked outcomes (placement and row per scheduler) and the verdict."""
+
+    outcomes: list[Outcome]
+    verdict: dict[str, Any]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [o.row for o in self.outcomes]
+
+    def recommended(self) -> Outcome | None:
+        """The outcome the verdict recommends (None when nothing was placed)."""
+        return next((o for o in self.outcomes if o.row.get("scheduler") == self.verdict.get("best")), None)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """Every stage of one run of the main job."""
+
+    ingested: Ingested
+    cluster: Cluster
+    compared: Compared
+    report: list[Path]
+    plan: Path | None
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready account of the run (``--json``)."""
+        return {"ingest": self.ingested.report, "snapshot": str(self.ingested.snapshot),
+                "graph": self.ingested.graph.summary(), "cluster": self.cluster.name, "sort_key": SORT_KEY,
+                "verdict": self.compared.verdict, "results": self.compared.rows,
+                "report": [str(p) for p in self.report], "plan": str(self.plan) if self.plan else None}
+
+
+def compare(graph: TaskGraph, cluster: Cluster, names: list[str], params: dict[str, Any] | None = None,
+            seed: int = 0, model: str = "default", on_start: Callable[[str], None] | None = None,
+            current: Placement | None = None) -> Compared:
+    """The comparison stage: every scheduler in ``names`` once, rows with the predictions of the
+    fitted set ``model``, ranked (:data:`SORT_KEY`), and the verdict with the set's stated error.
+
+    ``current`` (a job's running placement, as read from its engine) is a row of its own and
+    the verdict's baseline; a placement read from an engine the calibration was not fitted on
+    is predicted by a set fitted on that engine (:mod:`streamsched.evaluation.engine_models`)
+    or not at all, and the verdict then says so and judges traffic alone."""
+    model_name, params_model, no_model, error_source = model, regime(model), None, None
+    engine = current.metadata.get("engine") if current is not None else None
+    if isinstance(engine, str) and engine not in CALIBRATED_ENGINES:
+        fitted = fitted_model(engine)
+        if fitted is None:
+            no_model = no_model_text(engine)
+        else:
+            model_name, params_model, error_source = f"{engine}-fitted", fitted.params, (fitted.error, fitted.source)
+    predict_with = None if no_model is not None else params_model
+    outcomes = run_schedulers(graph, cluster, names, params, seed, on_start, model=predict_with)
+    if current is not None:
+        row = placement_row(CURRENT, graph, cluster, current)
+        outcomes.append(Outcome(row if predict_with is None else add_prediction(row, graph, cluster, current,
+                                                                                 predict_with), current))
+    outcomes = rank_outcomes(outcomes)
+    error, source = error_source or model_error(model_name)
+    return Compared(outcomes, verdict([o.row for o in outcomes], error, model_name, source, no_model=no_model))
+
+
+def run_job(spark: Any, sources: list[str | Path], out: str | Path, cluster: Cluster, names: list[str],
+            params: dict[str, Any] | None = None, seed: int = 0, model: str = "default",
+            window_s: float = 60.0, plan_format: str | None = "storm",
+            on_start: Callable[[str], None] | None = None) -> JobResult:
+    """Ingest ``sources`` into ``out/store`` on ``spark`` (a window of ``window_s`` seconds
+    ending at the latest row), compare ``names`` on the snapshot's graph and ``cluster``, write
+    ``out/report.html`` (with .csv and .json), ``out/cluster.json``, and the recommended
+    placement (``out/placement.json``) with its plan ``out/plan-<format>.json`` in
+    ``plan_format`` (None: no plan)."""
+    from streamsched.evaluation.report import write_report
+    from streamsched.pipeline.ingest import Window, ingest
+    from streamsched.pipeline.store import load_snapshot
+
+    if plan_format is not None and plan_format not in FORMATS:
+        raise InputError(f"--plan-format {plan_format!r}: not one of {', '.join(FORMATS)}")
+    out = Path(out)
+    window = Window(seconds=window_s)  # a bad window fails before Spark works
+    report = ingest(spark, [Path(s) for s in sources], out / "store", window)
+    if not report["snapshots"]:
+        raise InputError(f"{', '.join(map(str, sources))}: no snapshot written (no accepted rows)")
+    snapshot = Path(report["snapshots"][0])
+    graph = load_snapshot(snapshot)
+    check_fits(graph, cluster)
+    compared = compare(graph, cluster, names, params, seed, model, on_start)
+    written = write_report(out / "report.html", graph, cluster, compared.outcomes, model=regime(model), seed=seed,
+                           verdict=compared.verdict)
+    plan = None
+    best = compared.recommended()
+    if plan_format is not None and best is not None and best.placement is not None:
+        plan = out / f"plan-{plan_format}.json"
+        plan.write_text(json.dumps(export_plan(plan_format, graph, cluster, best.placement), indent=1) + "\n")
+        best.placement.write(out / "placement.json", graph, cluster)
+    (out / "cluster.json").write_text(json.dumps(cluster.to_dict(), indent=1) + "\n")
+    return JobResult(Ingested(report, snapshot, graph), cluster, compared, written, plan)
+
+
+def run_demo(spark: Any, workload: str, cluster: Cluster, out: str | Path, names: list[str],
+             rows: int = 20_000, dirty: float = 0.01, seed: int = 0, model: str = "default",
+             params: dict[str, Any] | None = None, plan_format: str | None = "storm",
+             on_start: Callable[[str], None] | None = None) -> tuple[dict[str, Any], JobResult]:
+    """Synthetic monitoring data of the built-in ``workload`` (with dirty rows) into
+    ``out/metrics``, then :func:`run_job` on it; returns what was generated and the job."""
+    from streamsched import workloads
+    from streamsched.pipeline.generate import generate_metrics
+
+    truth = workloads.workload(workload, seed)
+    check_fits(truth, cluster)
+    generated = generate_metrics(truth, Path(out) / "metrics", rows=rows, dirty=dirty, seed=seed)
+    window_s = generated["intervals"] * generated["interval_s"]
+    result = run_job(spark, [Path(out) / "metrics"], out, cluster, names, params, seed, model, window_s,
+                     plan_format, on_start)
+    return {k: generated[k] for k in ("traffic_rows", "load_rows", "dirty", "files")}, result
+
+
+@dataclass(frozen=True)
+class LiveLoop:
+    """The loop on a live Flink (:func:`run_flink_loop`): the job as read, the Spark snapshot of
+    its collected counters, the plan, and what ``apply`` measured before and after."""
+
+    job_id: str
+    read_dir: Path
+    snapshot: Path
+    #: records/s exchanged between subtasks: from the Spark snapshot, and read over REST before
+    #: and after the plan
+    snapshot_rate: float
+    rate_before: float
+    rate_after: float
+    scheduler: str
+    plan: Path
+    #: ``apply``'s result: moved subtasks, downtime, remote bytes/s before, predicted, measured
+    applied: dict[str, Any]
+
+    def summary(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+
+
+def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", taskmanagers: int = 2, slots: int = 2,
+                   rate: int = 4000, record_bytes: int = 1000, window_s: float = 10.0,
+                   log: Callable[[str], None] = lambda _m: None) -> LiveLoop:
+    """Issue 26's loop on a local Flink 2.3 with the placement plugin: start the cluster
+    (``out/flink``), run the example job (datagen -REBALANCE-> Calc -HASH-> aggregate), read it
+    over REST (``out/flink-read``, a read-engine directory), collect its counters twice into
+    chunks and ingest them on ``spark`` (``out/flink-store``: the same pair rates as the REST
+    reading, from the pipeline), place the read graph with ``scheduler`` under Flink's slot rule,
+    apply the plan (two rescales, every subtask checked) and measure the inter-TaskManager
+    bytes and the records exchanged before and after. The cluster is stopped in every case."""
+    from streamsched.engines.flink import apply as flink_apply
+    from streamsched.engines.flink import local
+    from streamsched.engines.flink.rest import read
+    from streamsched.pipeline.collect_rest import FlinkCollector
+    from streamsched.model.units import CORES
+    from streamsched.pipeline.ingest import Window, ingest
+    from streamsched.pipeline.sources import Options
+    from streamsched.pipeline.store import load_snapshot
+    from streamsched.resolve import write_engine_dir
+    from streamsched.schedulers import get_scheduler
+
+    out = Path(out)
+    get_scheduler(scheduler).resolved_params()
+    log(f"starting a local Flink: {taskmanagers} TaskManagers x {slots} slots, the placement plugin")
+    cluster = local.start(out / "flink", taskmanagers=taskmanagers, slots=slots, rest_port=0)
+    try:
+        job_id = local.submit_example(cluster.url, cluster.logs, rate=rate, record_bytes=record_bytes)
+        local.wait_flowing(cluster.url, job_id)
+        log(f"job {job_id} runs; reading it over {window_s:g} s")
+        before = read(url=cluster.url, job_id=job_id, window_s=window_s)
+        write_engine_dir(out / "flink-read", before.graph, before.placement, before.cluster)
+        log("collecting its counters and ingesting them on Spark")
+        collector = FlinkCollector(cluster.url, out / "flink-chunks", job_id)
+        collector.poll()
+        collector.poll()
+        report = ingest(spark, [out / "flink-chunks"], out / "flink-store", Window(seconds=3600.0),
+                        Options(load_unit=CORES))
+        snapshot = Path(report["snapshots"][0])
+        measured = load_snapshot(snapshot)
+        placement = get_scheduler(scheduler).schedule(before.graph, before.cluster)
+        plan = out / "flink-plan.json"
+        placement.write(plan, before.graph, before.cluster)
+        log(f"applying {scheduler}'s placement")
+        applied = flink_apply.apply(cluster.url, plan, job_id=job_id, window_s=window_s, log=log)
+        after = read(url=cluster.url, job_id=job_id, window_s=window_s)
+    finally:
+        local.stop(cluster.base)
+    return LiveLoop(job_id, out / "flink-read", snapshot, measured.total_rate, before.graph.total_rate,
+                    after.graph.total_rate, scheduler, plan, applied.to_dict())

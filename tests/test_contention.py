@@ -1,0 +1,272 @@
+"""The contention model of CAPSys: the profile reader, the metrics (hand-computed and against CAPS's
+own cost of its plans), the ``caps`` scheduler and ``optimal``'s contention objective against
+brute force, and one-line errors for bad profiles.
+
+CAPS's plans in tests/fixtures/caps/ were recorded from the real CAPS (Go) with the command stored
+in each file (``benchmarks/caps_compare.py record``); CAPS's own cost check passed on them."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamsched import workloads
+from streamsched.cli import main
+from streamsched.contention_metrics import (bottleneck, caps_rounded, contention, costs_from_counts,
+                                            dominates, node_contention)
+from streamsched.errors import InfeasibleError, InputError
+from streamsched.model import Cluster, Placement
+from streamsched.model.contention import (PROFILES, builtin_profile, graph_from_profile, profile_from_graph,
+                                          read_caps_profile)
+from streamsched.model.graph_files import read_graph
+from streamsched.schedulers import get_scheduler
+
+FIXTURES = Path(__file__).parent / "fixtures" / "caps"
+
+
+def op(key, name, p, compute, state, network, kind, down, up):
+    return {"id": key, "name": name, "parallelism": p, "compute": compute, "state": state, "network": network,
+            "outboundtype": kind, "downNode": down, "upNode": up}
+
+
+#: A (2 tasks) -FORWARD-> B (2) -HASH-> C (2).
+SMALL = [op("c", "C", 2, 5.0, 50.0, 0.0, "", [], ["b"]),
+         op("b", "B", 2, 20.0, 100.0, 6.0, "HASH", ["c"], ["a"]),
+         op("a", "A", 2, 10.0, 0.0, 4.0, "FORWARD", ["b"], [])]
+
+
+def small_graph():
+    return graph_from_profile(read_caps_profile(SMALL, "small"), "small")
+
+
+def place(graph, rows: list[list[str]]) -> Placement:
+    """Tasks by operator name per node, taken in rank order."""
+    node_of = np.full(graph.n_tasks, -1)
+    taken = {name: 0 for name in graph.operator_names}
+    for k, names in enumerate(rows):
+        for name in names:
+            node_of[graph.operator_tasks(name)[taken[name]]] = k
+            taken[name] += 1
+    assert np.all(node_of >= 0)
+    return Placement.build(node_of)
+
+
+@pytest.mark.parametrize("rows, expected_nodes", [
+    # co-located: each node A, B, C; FORWARD all local; HASH 6 x 1 x (1 - 1/2) = 3
+    ([["A", "B", "C"], ["A", "B", "C"]], [(35, 150, 3), (35, 150, 3)]),
+    # not co-located: both A on node 0 with no B: FORWARD 4 x 2 = 8; both B on node 1, no C: 6 x 2 x 1 = 12
+    ([["A", "A", "C", "C"], ["B", "B"]], [(30, 100, 8), (40, 200, 12)]),
+    # mixed: node 0 has A A B C: FORWARD 4 x (2 - 1) = 4, HASH 6 x 1 x 1/2 = 3; node 1 has B C: 3
+    ([["A", "A", "B", "C"], ["B", "C"]], [(45, 150, 7), (25, 150, 3)]),
+])
+def test_contention_metrics_equal_hand_computed_values(rows, expected_nodes):
+    graph = small_graph()
+    per_node = node_contention(graph, place(graph, rows), 2)
+    np.testing.assert_allclose(per_node, np.array(expected_nodes, dtype=float))
+    top = np.array(expected_nodes, dtype=float).max(axis=0)
+    assert bottleneck(per_node) == dict(zip(("compute", "state", "network"), top))
+    assert contention(graph, place(graph, rows), 2)["network_total"] == pytest.approx(sum(r[2] for r in expected_nodes))
+
+
+def test_hash_links_make_the_graphs_inter_node_traffic_the_total_network_cost():
+    graph = small_graph()
+    placement = place(graph, [["A", "A", "C", "C"], ["B", "B"]])
+    cut = graph.rate[placement.node_of[graph.src] != placement.node_of[graph.dst]]
+    # A -> B is FORWARD (2 tasks, one pair each): 8; B -> C HASH: 12
+    assert cut.sum() == pytest.approx(20.0)
+
+
+@pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.stem)
+def test_metrics_equal_caps_own_cost_of_its_plans(fixture):
+    recorded = json.loads(fixture.read_text())
+    assert recorded["cost_check_passed"] and recorded["plans"]
+    graph = workloads.workload(f"caps-{recorded['profile']}")
+    for plan in recorded["plans"]:
+        placement = place(graph, plan["nodes"])
+        ours = bottleneck(node_contention(graph, placement, recorded["workers"]))
+        assert caps_rounded(ours) == plan["cost"], plan["nodes"]
+
+
+def test_every_builtin_profile_reads_and_matches_its_file():
+    for name in PROFILES:
+        profile = builtin_profile(name)
+        assert profile.n_tasks == sum(p for p in profile.parallelism)
+    q1 = workloads.workload("caps-Q1")
+    assert q1.n_tasks == 26 and q1.operator_names == ("Q1_Sink", "Q1_SlidingWindow", "Q1_Transform", "Q1_Source")
+    assert q1.contention.outbound == ("", "REBALANCE", "HASH", "REBALANCE")
+    assert q1.contention.cost[1].tolist() == [740.9745904302773, 17067.08440212565, 0.36103890340529077]
+
+
+def test_q2_join_scales_as_caps_figure_10():
+    # eval_only_caps: floor(share x total) for all but the last operator (at least 1), the last the rest
+    assert builtin_profile("Q2-join").scaled(16).parallelism == (1, 6, 1, 1, 4, 3)
+    assert builtin_profile("Q2-join").scaled(256).parallelism == (12, 97, 12, 12, 73, 50)
+    assert workloads.workload("caps-Q2-join-64").n_tasks == 64
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d[2].update(upNode=["c"]) or d[0].update(downNode=["a"], outboundtype="HASH"), "cycle"),
+    (lambda d: d[1].update(downNode=["z"]), "unknown operator id 'z'"),
+    (lambda d: d[1].update(state=-3.0), "state: cost -3 is negative"),
+    (lambda d: d[1].pop("network"), "missing field 'network'"),
+    (lambda d: d[1].update(outboundtype="BROADCAST"), "'BROADCAST' is not one of"),
+    (lambda d: d[1].update(upNode=[]), "upNode: lacks 'a'"),
+])
+def test_bad_profiles_give_one_line_errors(mutate, message):
+    data = json.loads(json.dumps(SMALL))
+    mutate(data)
+    with pytest.raises(InputError, match=message) as error:
+        read_caps_profile(data, "bad.json")
+    assert "\n" not in str(error.value) and "bad.json" in str(error.value)
+
+
+def test_more_tasks_than_slots_is_one_line_and_infeasible():
+    graph = workloads.workload("caps-q8")  # 64 tasks
+    for name in ("caps", "optimal"):
+        params = {"objective": "contention"} if name == "optimal" else {}
+        with pytest.raises(InfeasibleError, match="needs load 64") as error:
+            get_scheduler(name, **params).schedule(graph, workloads.cluster("caps-4x8"))
+        assert "\n" not in str(error.value)
+
+
+def test_cli_reads_a_profile_file_and_refuses_bad_ones_in_one_line(tmp_path, capsys):
+    good = tmp_path / "small.json"
+    good.write_text(json.dumps(SMALL))
+    assert read_graph(good).contention is not None
+    bad = tmp_path / "cycle.json"
+    data = json.loads(json.dumps(SMALL))
+    data[0].update(downNode=["a"], outboundtype="HASH")
+    data[2].update(upNode=["c"])
+    bad.write_text(json.dumps(data))
+    assert main(["schedule", "-s", "caps", "-g", str(bad), "-c", "caps-2x4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cycle" in err and "cycle.json" in err
+    assert main(["schedule", "-s", "caps", "-g", str(good), "-c", "caps-1x4"]) == 3  # 6 tasks, 4 slots
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "needs load 6" in err
+
+
+# ------------------------------------------------------------------ schedulers
+def brute_force(graph, n_nodes: int, slots: int):
+    """Every count matrix (tasks of each operator per node, at most ``slots`` per node): costs."""
+    profile = graph.contention
+    per_op = []
+    for p in profile.parallelism:
+        per_op.append([c for c in itertools.product(range(p + 1), repeat=n_nodes) if sum(c) == p])
+    out = []
+    for combo in itertools.product(*per_op):
+        counts = np.array(combo)
+        if np.all(counts.sum(axis=0) <= slots):
+            out.append((costs_from_counts(profile, counts).max(axis=0), counts))
+    return out
+
+
+def tiny():
+    data = [op("a", "sink", 2, 3.0, 7.0, 0.0, "", [], ["b"]),
+            op("b", "window", 3, 11.0, 40.0, 2.5, "FORWARD", ["a"], ["c"]),
+            op("c", "map", 2, 5.0, 0.0, 9.0, "HASH", ["b"], ["d"]),
+            op("d", "source", 2, 2.0, 0.0, 6.0, "REBALANCE", ["c"], [])]
+    return graph_from_profile(read_caps_profile(data, "tiny"), "tiny"), Cluster.from_types("three", (3, {"capacity": 4.0, "slots": 4}))
+
+
+def test_caps_full_search_finds_exactly_the_brute_force_pareto_front():
+    graph, cluster = tiny()
+    everything = [c for c, _ in brute_force(graph, 3, 4)]
+    front = {tuple(np.round(c, 9)) for c in everything if not any(dominates(o, c) for o in everything)}
+    placement = get_scheduler("caps", autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0,
+                              work_limit=10**7).schedule(graph, cluster)
+    found = {tuple(np.round([p[d] for d in ("compute", "state", "network")], 9)) for p in placement.metadata["pareto_front"]}
+    assert placement.metadata["exhausted"] and found == front
+
+
+def test_caps_is_deterministic_and_its_metadata_is_the_metric():
+    graph, cluster = workloads.workload("caps-Q3"), workloads.cluster("caps-4x8")
+    first = get_scheduler("caps").schedule(graph, cluster, seed=4)
+    second = get_scheduler("caps").schedule(graph, cluster, seed=4)
+    np.testing.assert_array_equal(first.node_of, second.node_of)
+    assert first.metadata["contention"] == pytest.approx(contention(graph, first, 4)["bottleneck"])
+    assert first.violations(graph, cluster) == []
+
+
+@pytest.mark.parametrize("order", ["compute,state,network", "network,compute,state", "state,network,compute"])
+def test_optimal_contention_equals_the_lexicographic_brute_force_minimum(order):
+    graph, cluster = tiny()
+    dims = order.split(",")
+    index = [("compute", "state", "network").index(d) for d in dims]
+    best = min(tuple(np.round(c[index], 9)) for c, _ in brute_force(graph, 3, 4))
+    placement = get_scheduler("optimal", objective="contention", contention=order, time_limit=20.0).schedule(graph, cluster)
+    got = contention(graph, placement, 3)["bottleneck"]
+    assert placement.metadata["status"] == "optimal"
+    assert tuple(got[d] for d in dims) == pytest.approx(best)
+    assert placement.metadata["contention_bound"][dims[0]] <= got[dims[0]] + 1e-9
+    assert placement.metadata["gap"] < 1e-6
+
+
+def test_optimal_contention_under_ceilings_and_a_traffic_ceiling():
+    graph, cluster = tiny()
+    plans = brute_force(graph, 3, 4)
+    totals = [(costs_from_counts(graph.contention, counts)[:, 2].sum(), c) for c, counts in plans]
+    ceiling = 60.0
+    best = min(c[2] for c, _ in plans if c[0] <= ceiling)
+    placement = get_scheduler("optimal", objective="contention", contention="network,compute,state",
+                              compute_ceiling=ceiling, time_limit=20.0).schedule(graph, cluster)
+    got = contention(graph, placement, 3)
+    assert got["bottleneck"]["compute"] <= ceiling and got["bottleneck"]["network"] == pytest.approx(best)
+    traffic = min(t for t, _ in totals)
+    least = get_scheduler("optimal", objective="contention", contention="network-total",
+                          time_limit=20.0).schedule(graph, cluster)
+    assert contention(graph, least, 3)["network_total"] == pytest.approx(traffic)
+    limit = traffic * 1.5
+    best_compute = min(c[0] for t, c in totals if t <= limit)
+    capped = get_scheduler("optimal", objective="contention", traffic_ceiling=limit, time_limit=20.0).schedule(graph, cluster)
+    assert contention(graph, capped, 3)["network_total"] <= limit
+    assert contention(graph, capped, 3)["bottleneck"]["compute"] == pytest.approx(best_compute)
+    with pytest.raises(InfeasibleError, match="ceilings"):
+        get_scheduler("optimal", objective="contention", traffic_ceiling=traffic * 0.5,
+                      time_limit=20.0).schedule(graph, cluster)
+
+
+def test_a_graph_without_a_profile_gets_one_from_its_weights():
+    graph = workloads.workload("wordcount")
+    profile = profile_from_graph(graph)
+    assert profile.measured == ("compute", "network") and profile.outbound[0] == "HASH"
+    placement = get_scheduler("caps").schedule(graph, workloads.cluster("high-low-1-2"))
+    assert placement.violations(graph, workloads.cluster("high-low-1-2")) == []
+
+
+# ------------------------------------------------------------------ profiles from Flink
+def test_flink_capture_gives_compute_and_network_per_task_and_says_state_is_not_measured():
+    """The real Flink 2.3 capture (tests/fixtures/flink/live-job): compute = mean busy cores of
+    Calc's subtasks, network = mean numBytesOut per second, recomputed from the raw counters."""
+    from streamsched.engines import flink
+
+    capture = flink.load_capture(Path(__file__).parent / "fixtures" / "flink" / "live-job")
+    reading = flink.read_capture(capture)
+    profile = reading.graph.contention
+    assert profile.measured == ("compute", "network")
+    assert "state" in reading.report["contention"]["not_measured"]
+    first, last = capture.snapshots
+    job = last.documents[f"jobs/{capture.job_id}"]
+    (vertex,) = [v for v in job["vertices"] if v["name"].startswith("Calc[")]
+
+    def raw(metric):
+        out = []
+        for i in range(vertex["parallelism"]):
+            key = f"jobs/{capture.job_id}/vertices/{vertex['id']}/subtasks/{i}/metrics"
+            value = lambda snap: float({m["id"]: m["value"] for m in snap.documents[key]}[metric])
+            out.append((value(last) - value(first)) / (last.time - first.time))
+        return np.array(out)
+
+    k = [i for i, name in enumerate(reading.graph.operator_names) if name.startswith("Calc[")][0]
+    assert profile.cost[k, 0] == pytest.approx(raw("accumulateBusyTimeMs").mean() / 1000, rel=1e-12)
+    assert profile.cost[k, 2] == pytest.approx(raw("numBytesOut").mean(), rel=1e-12)  # one downstream vertex
+    assert profile.outbound[k] == "HASH" and profile.cost[:, 1].tolist() == [0.0] * profile.n_operators
+    kinds = {reading.graph.operator_names[o]: profile.outbound[o] for o in range(profile.n_operators)}
+    assert kinds["Source: gen[1]"] == "REBALANCE"
+    placement = get_scheduler("caps").schedule(reading.graph, reading.cluster)
+    assert placement.violations(reading.graph, reading.cluster) == []
