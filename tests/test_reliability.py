@@ -479,7 +479,7 @@ def test_spark_failures_are_one_line_naming_the_cause(monkeypatch, capsys):
     def failing(*args, **kwargs):
         raise exc
 
-    monkeypatch.setattr(cli_core, "run_schedulers", failing)
+    monkeypatch.setattr(cli_core, "resolve_names", failing)
     assert main(["compare", "-w", "linear-10", "-c", "homogeneous-10", "--schedulers", "even"]) == 2
     assert "IOException: Mkdirs failed" in one_error_line(capsys)
     assert main(["--verbose", "compare", "-w", "linear-10", "-c", "homogeneous-10", "--schedulers", "even"]) == 2

@@ -193,8 +193,8 @@ class LogCollector:
                     old = json.loads(known)
                 except ValueError:
                     continue
-                if old.get("inode") == inode and old.get("bytes", [None])[0] == start:
-                    return
+                if (old.get("inode"), old.get("bytes", [None])[0], old.get("head")) == (inode, start, record["head"]):
+                    return  # (an inode number is reused: the line's first bytes tell two files apart)
         with open(target, "a") as handle:
             handle.write(json.dumps(record, sort_keys=True) + "\n")
         self.warn(f"{path}:{line}: line longer than {self.max_line} bytes (bytes {start}-{end}); quarantined in "
