@@ -218,9 +218,10 @@ def test_watch_replanner_writes_assignment_under_its_directory(tmp_path):
     cluster = Cluster("c", (Node("n1", 4.0), Node("n2", 4.0)))
     out = tmp_path / "store" / "assignments"
     planner = Replanner(get_scheduler("ols"), cluster, {}, 1, out)
-    planner.on_graph(graph)
-    written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert written and all(out in p.parents for p in written), written
+    decision = planner.on_graph(graph)
+    assignment = Path(decision.assignment).resolve()
+    assert assignment.is_file() and out.resolve() in assignment.parents, assignment
+    assert not list(tmp_path.parent.glob("escaped*"))
 
 
 # ------------------------------------------------------- raw answers saved before checks
