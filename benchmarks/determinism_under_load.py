@@ -20,6 +20,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -39,12 +40,19 @@ def schedulers() -> list[str]:
 
 
 def _strip(value):
-    """The compare JSON without what measures time."""
+    """The compare JSON without what measures time (the wall times, and the verdict's "it was
+    the fastest (0.0003 s)"; which scheduler the verdict recommends is kept)."""
     if isinstance(value, dict):
         return {k: _strip(v) for k, v in value.items() if k not in ("wall_time_s", "time_s", "elapsed_s")}
     if isinstance(value, list):
         return [_strip(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"fastest \([0-9.e+-]+ s\)", "fastest (T s)", value)
     return value
+
+
+def _recommended(compare: dict):
+    return (compare.get("verdict") or {}).get("recommended", compare.get("recommended"))
 
 
 def run_all(names: list[str]) -> dict:
@@ -93,12 +101,16 @@ def main_(argv=None) -> int:
         sched = [n for n in names if quiet[key]["schedule"][n] != busy[key]["schedule"][n]]
         comp = quiet[key]["compare"] != busy[key]["compare"]
         if sched or comp:
-            differ[key] = {"schedule": sched, "compare": comp}
+            differ[key] = {"schedule": sched, "compare": comp,
+                           "recommended": [_recommended(quiet[key]["compare"]), _recommended(busy[key]["compare"])]}
     per_scheduler = {n: sum(1 for d in differ.values() if n in d["schedule"]) for n in names}
     summary = {"schedulers": names, "instances": len(quiet), "hogs": args.hogs,
                "quiet_s": round(quiet_s, 1), "hog_s": round(busy_s, 1), "hog_over_quiet": round(busy_s / quiet_s, 2),
                "load_average_1min": [round(load_before, 1), round(load_after, 1)],
-               "instances_differing": len(differ), "differing_per_scheduler": per_scheduler, "differ": differ}
+               "instances_differing": len(differ), "differing_per_scheduler": per_scheduler,
+               "compare_differing": sum(1 for d in differ.values() if d["compare"]),
+               "recommended_differing": sum(1 for d in differ.values() if d["recommended"][0] != d["recommended"][1]),
+               "differ": differ}
     print(json.dumps({k: v for k, v in summary.items() if k != "differ"}, indent=1))
     if args.json:
         with open(args.json, "w") as handle:
