@@ -1,6 +1,6 @@
 """The verdict on a Flink job: judged against the job's running placement (read-engine's
-placement.json), and without the Storm-fitted throughput model unless a set fitted on Flink
-measurements exists (streamsched.engine-model/1)."""
+placement.json), and never by the Storm-fitted throughput model: by the set fitted on Flink
+measurements (data/flink_model.json, streamsched.engine-model/1), or without one by traffic alone."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def _compare(read_dir, capsys, *extra):
     return code, json.loads(captured.out), captured.err
 
 
-def test_flink_job_is_judged_against_its_running_placement_without_a_storm_model(read_dir, capsys):
+def test_flink_job_is_judged_against_its_running_placement_without_a_storm_model(read_dir, capsys, monkeypatch):
+    monkeypatch.setattr("streamsched.job.fitted_model", lambda engine: None)  # as without data/flink_model.json
     code, document, err = _compare(read_dir, capsys)
     assert code == 0 and "baseline: the running placement" in err
     rows = {row["scheduler"]: row for row in document["results"]}
@@ -66,7 +67,6 @@ def _model_file(tmp_path, **changes):
 
 
 def test_engine_model_files(tmp_path):
-    assert fitted_model("flink") is None  # no Flink measurements fitted yet
     model = load_engine_model(_model_file(tmp_path))
     assert model.engine == "flink" and model.error == pytest.approx(0.15)
     assert model.params.serialize_cycles_per_tuple == 9000.0 and "6 flink measurements" in model.source
@@ -74,6 +74,16 @@ def test_engine_model_files(tmp_path):
                            ({"held_out_error_pct": {}}, "held_out_error_pct.median"), ({"measurements": 0}, "measurements")):
         with pytest.raises(InputError, match=f"flink_model.json.{field}"):
             load_engine_model(_model_file(tmp_path, **changes))
+
+
+def test_the_shipped_flink_model_judges_a_flink_job(read_dir, capsys):
+    shipped = fitted_model("flink")
+    code, document, _ = _compare(read_dir, capsys)
+    decision = document["verdict"]
+    assert code == 0 and decision["model"] == "flink-fitted" and decision["baseline"] == "current"
+    assert decision["model_error_pct"] == pytest.approx(100 * shipped.error)
+    assert "benchmarks/flink_placement.py" in decision["model_error_source"]
+    assert all("throughput_tps" in row for row in document["results"] if row.get("rank"))
 
 
 def test_a_flink_fitted_model_is_used_when_one_exists(read_dir, capsys, tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from streamsched.engines.exports import FORMATS
 from streamsched.engines.exports import export as export_plan
-from streamsched.errors import InputError
+from streamsched.errors import InputError, StreamschedError
 from streamsched.evaluation.comparison import (SORT_KEY, Outcome, add_prediction, placement_row, rank_outcomes,
                                                run_schedulers)
 from streamsched.evaluation.engine_models import CALIBRATED_ENGINES, fitted_model, no_model_text
@@ -211,9 +211,11 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", task
         write_engine_dir(out / "flink-read", before.graph, before.placement, before.cluster)
         log("collecting its counters and ingesting them on Spark")
         collector = FlinkCollector(cluster.url, out / "flink-chunks", job_id)
-        collector.poll()
-        collector.poll()
-        report = ingest(spark, [out / "flink-chunks"], out / "flink-store", Window(seconds=3600.0),
+        collector.poll()  # the base reading; the second one's differences are the chunk
+        chunk = collector.poll()
+        if chunk is None:
+            raise StreamschedError(f"job {job_id}: no chunk from two readings of its counters")
+        report = ingest(spark, [out / "flink-chunks"], out / "flink-store", Window(seconds=chunk["seconds"]),
                         Options(load_unit=CORES))
         snapshot = Path(report["snapshots"][0])
         measured = load_snapshot(snapshot)

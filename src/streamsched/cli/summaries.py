@@ -173,7 +173,7 @@ def live_loop_lines(loop: Any) -> list[str]:
              if measured is not None and predicted else "")
     return [
         f"flink: job {loop.job_id} read over REST ({loop.read_dir}): {num(loop.rate_before)} records/s between "
-        f"subtasks; Spark's snapshot of the collected counters: {num(loop.snapshot_rate)} records/s",
+        f"subtasks; Spark's snapshot of the collector's next window: {num(loop.snapshot_rate)} records/s",
         f"flink: {loop.scheduler}'s plan applied ({loop.plan}): {len(moved)} subtasks moved, downtime "
         f"{applied['downtime_s']:.2f} s over {len(applied['rescales'])} rescales, every subtask checked on its "
         "planned TaskManager",

@@ -13,7 +13,8 @@ resource requirements (docs/engines.md, "Applying a placement to a running Flink
    (``PUT /jobs/:jid/resource-requirements``; an identical body does nothing). So two rescales:
    one away from the job's parallelism and one back. The first also makes the job hold the
    slots the plan needs: when it holds too few on a TaskManager, a vertex's upper bound is
-   raised by the missing slots (the job keeps slots it was given while they are in use); else a
+   raised to the slots the job holds plus the missing ones (the job keeps slots it was given,
+   also beyond its parallelism after an earlier apply); else a
    vertex below the largest parallelism is lowered by one (the job's slot count stays). Each
    rescale cancels the job and restores it from its last checkpoint, keeping its JobID and state.
    This path needs nothing but REST; stop-with-savepoint and resubmission needs the job's
@@ -301,8 +302,8 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
     spare = sum(free.values())
     if missing > spare:
         raise ApplyError(f"the plan needs {missing} more slots for job {job_id}, the cluster has {spare} free")
-    if missing:
-        first_step = {widest["id"]: widest["parallelism"] + missing}
+    if missing:  # the job keeps slots it was given beyond its parallelism: ask for that many more
+        first_step = {widest["id"]: max(widest["parallelism"], sum(held.values())) + missing}
     elif narrower:
         first_step = {narrower[0]["id"]: narrower[0]["parallelism"] - 1}
     elif spare:
