@@ -347,6 +347,9 @@ def test_the_follow_loop_says_each_warning_once_per_run(tmp_path, capsys):
     class Repeating:
         state = {"seq": 1}
 
+        def __init__(self, deadline=None):
+            self.deadline = deadline
+
         def follow(self, interval, timeout, report, report_error):
             for _ in range(3):
                 report(side)

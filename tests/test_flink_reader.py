@@ -413,7 +413,7 @@ def test_unreachable_jobmanager_is_one_error():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with pytest.raises(InputError, match=r"Flink JobManager unreachable") as info:
-        flink.capture_live(f"http://127.0.0.1:{port}", "abc", timeout=2)
+        flink.capture_live(f"http://127.0.0.1:{port}", "abc", window_s=0, timeout=2)
     assert "\n" not in str(info.value)
     with pytest.raises(InputError, match="not an http"):
         flink.FlinkRest("localhost:8081")
@@ -440,7 +440,7 @@ def test_cli_read_engine_flink_then_schedule(tmp_path, capsys):
                  "-s", "ols", "-o", str(tmp_path / "new.json")]) == 0
     capsys.readouterr()
     assert main(["read-engine", "flink", "--dir", str(tmp_path / "none"), "--out", str(tmp_path / "y")]) == 2
-    assert main(["read-engine", "flink", "--url", "http://127.0.0.1:9", "--out", str(tmp_path / "z"),
+    assert main(["read-engine", "flink", "--url", "http://127.0.0.1:9", "--out", str(tmp_path / "z"), "--window", "1",
                  "--timeout", "2"]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2 and all(line.startswith("error:") for line in errors)

@@ -189,7 +189,7 @@ def test_cli_export_kubernetes_list_and_yaml(tmp_path, capsys):
                  "--yaml", "--per", "task", "-o", str(out)]) == 0
     objects = list(yaml.safe_load_all(out.read_text()))
     assert len(objects) == 12 and sorted(manifest_tasks(objects)) == list(range(12))
-    for argv, message in ((["--format", "heron", "--yaml"], "--yaml: only for --format kubernetes"),
+    for argv, message in ((["--format", "heron", "--yaml"], "--yaml: only for --format kubernetes, not heron"),
                           (["--format", "kubernetes", "--kind", "job"], "--kind: 'job' is not one of")):
         assert main(["export", str(placement), "-w", "diamond-12", "-c", "homogeneous-10", *argv]) == 2
         err = capsys.readouterr().err.strip()

@@ -15,20 +15,29 @@ from streamsched.pipeline import store as st
 def test_claim_records_the_owner_and_removes_only_stale_runs(tmp_path):
     live = st.claim_tmp(tmp_path, "live")
     assert json.loads((live / st.OWNER).read_text())["pid"] == os.getpid()
-    # A killed run: its process is gone.
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    killed = tmp_path / "tmp" / "killed"
-    killed.mkdir()
-    (killed / st.OWNER).write_text(json.dumps({"pid": dead.pid, "host": __import__("socket").gethostname(),
-                                               "started": time.time()}))
-    (killed / "part-0.parquet").write_bytes(b"x")
-    # An old directory without an owner (a run of an earlier version) and a recent one.
-    old, recent = tmp_path / "tmp" / "old", tmp_path / "tmp" / "recent"
-    old.mkdir(), recent.mkdir()
-    os.utime(old, (time.time() - 7200, time.time() - 7200))
-    st.claim_tmp(tmp_path, "next")
-    assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == ["live", "next", "recent"]
+    # A run in another process that is alive, and one that was killed (SIGKILL: no clean-up).
+    code = ("import sys, time; from streamsched.pipeline import store; store.claim_tmp(sys.argv[1], sys.argv[2]); "
+            "print('claimed', flush=True); time.sleep(60)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    running, killed = (subprocess.Popen([sys.executable, "-c", code, str(tmp_path), name], stdout=subprocess.PIPE,
+                                        env=env) for name in ("running", "killed"))
+    try:
+        for child in (running, killed):
+            assert child.stdout.readline().strip() == b"claimed"
+        killed.kill()
+        killed.wait()
+        (tmp_path / "tmp" / "killed" / "part-0.parquet").write_bytes(b"x")
+        # An old directory without a lock (a run of an earlier version) and a recent one.
+        old, recent = tmp_path / "tmp" / "old", tmp_path / "tmp" / "recent"
+        old.mkdir(), recent.mkdir()
+        os.utime(old, (time.time() - 7200, time.time() - 7200))
+        st.claim_tmp(tmp_path, "next")
+        assert sorted(p.name for p in (tmp_path / "tmp").iterdir() if p.is_dir()) == ["live", "next", "recent",
+                                                                                     "running"]
+    finally:
+        running.kill()
+        running.wait()
+    assert [p.name for p in st.remove_stale_runs(tmp_path)] == ["running"]
 
 
 def test_input_key_follows_contents_and_settings(tmp_path):

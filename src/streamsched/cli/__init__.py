@@ -97,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"{where}{exc.strerror or exc}", 2)
     except MemoryError:
         return _fail("out of memory: the input is too large for this machine", 2)
+    except Exception as exc:  # a Spark (Py4J, PySpark) failure: one line, the trace with --verbose
+        from streamsched.pipeline import spark_errors
+
+        if not spark_errors.is_spark_failure(exc):
+            raise
+        logging.getLogger("streamsched.spark").debug("Spark's trace", exc_info=exc)
+        message, code = spark_errors.describe(exc)
+        return _fail(f"{message} (--verbose for the trace)", code)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return result if isinstance(result, int) else 0

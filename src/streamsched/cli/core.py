@@ -20,6 +20,7 @@ from streamsched.evaluation.verdict import PRESET
 from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import evaluate as evaluate_placement
 from streamsched.model import Cluster, Placement, TaskGraph
+from streamsched.model.paths import safe_name
 from streamsched.schedulers import available, get_scheduler, scheduler_class
 from streamsched.schedulers.base import schedule_many
 
@@ -34,12 +35,6 @@ def check_isolation_topologies(scheduler: str, params: dict[str, Any], names: li
     if unknown:
         raise InputError(f"--param machines: {', '.join(map(repr, unknown))} is not a topology being placed "
                          f"(placing: {', '.join(names)})")
-
-
-def safe_name(name: str) -> str:
-    """A graph name usable inside a file name (``/``, ``\\`` and leading dots replaced)."""
-    cleaned = "".join(c if c.isalnum() or c in "-_.+=" else "_" for c in name).lstrip(".")
-    return cleaned[:100] or "graph"
 
 
 @app.command("list")

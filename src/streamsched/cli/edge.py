@@ -12,6 +12,7 @@ from rich.table import Table
 from streamsched.cli.app import app
 from streamsched.cli.common import finite_or_null
 from streamsched.errors import InputError
+from streamsched.model.paths import staged_directory
 
 console = Console()
 edge_app = typer.Typer(no_args_is_help=True, help="Dataflows arriving and departing on edge + cloud resources.")
@@ -57,8 +58,10 @@ def simulate(
     ga = GASettings(population=population, generations=generations)
     with console.status(f"simulating {setup} / {workload}"):
         results = simulate_many(setup, workload, strategies, rebalances, seed, intervals, ga)
-    path = write_results(results, out)
-    drawn = write_figures(results, out, f"({setup}, {workload})") if figures else []
+    with staged_directory(out) as stage:  # out appears complete, or not at all
+        write_results(results, stage)
+        drawn = write_figures(results, stage, f"({setup}, {workload})") if figures else []
+    path, drawn = out / "intervals.csv", [out / p.relative_to(stage) for p in drawn]
     if as_json:
         console.print_json(data=finite_or_null({"summary": summarise(results), "intervals": str(path),
                                                 "figures": [str(p) for p in drawn]}))

@@ -23,6 +23,7 @@ from streamsched.cli.summaries import reading_lines
 from streamsched.metrics import remote_traffic
 from streamsched.errors import InputError
 from streamsched.model import Cluster, Placement, TaskGraph
+from streamsched.model.paths import staged_directory
 
 console = Console()
 read_app = typer.Typer(no_args_is_help=True,
@@ -32,13 +33,15 @@ app.add_typer(read_app, name="read-engine")
 OutOpt = typer.Option(..., "--out", "-o", help="directory for graph.json, placement.json and cluster.yaml")
 
 
-def write_reading(out: Path, graph: TaskGraph, placement: Placement, cluster: Cluster,
+def write_reading(stage: Path, out: Path, graph: TaskGraph, placement: Placement, cluster: Cluster,
                   summary: Mapping[str, Any] | None = None, warnings: Sequence[str] = ()) -> dict[str, Any]:
-    """Write OUTDIR/graph.json, placement.json and cluster.yaml, print what was read (warnings
-    to stderr) and return the summary."""
+    """Write graph.json, placement.json and cluster.yaml into ``stage`` (the staged OUTDIR,
+    :func:`~streamsched.model.paths.staged_directory`), print what was read (warnings to
+    stderr) and return the summary (naming the files in ``out``)."""
     from streamsched.resolve import write_engine_dir
 
-    files = write_engine_dir(out, graph, placement, cluster)
+    written = write_engine_dir(stage, graph, placement, cluster)
+    files = {key: out / path.relative_to(stage) for key, path in written.items()}
     report = {
         **dict(summary or {}),
         "current": remote_traffic(graph, placement),
@@ -77,7 +80,7 @@ def storm_ui(
     load: str = typer.Option("busy", "--load", help="executor load: busy (executed x latency) or capacity"),
     spout_load: float = typer.Option(0.1, "--spout-load", help="cores per spout executor (the UI gives none)"),
     host_cores: float = typer.Option(4.0, "--host-cores", help="cores of a host without a supervisor summary"),
-    timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for each UI answer"),
+    timeout: float = typer.Option(60.0, "--timeout", help="seconds for the whole read (every request ends by then)"),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON instead of a summary"),
 ) -> None:
     """Storm UI REST API: executors, their placement and hosts.
@@ -87,17 +90,16 @@ def storm_ui(
     OUTDIR/storm-ui/ (give it to `export --format storm --storm-ui-dir`)."""
     from streamsched.engines.storm import ui_rest
 
-    save_dir = out / "storm-ui" if url is not None else None
-    with malformed_capture(url or directory):
+    with staged_directory(out) as stage, malformed_capture(url or directory):
         data = ui_rest.read(url=url, topology_id=topology_id, directory=directory, window=window,
-                            timeout=timeout, save_dir=save_dir)
+                            timeout=timeout, save_dir=stage / "storm-ui" if url is not None else None)
         reading = ui_rest.estimate(data, spout_load=spout_load, load=load, host_cores=host_cores)
-    report = write_reading(out, reading.graph, reading.placement, reading.cluster, {
-        "engine": "storm-ui", "topology_id": data.topology_id, "window": data.window,
-        "storm_ui_dir": str(save_dir if save_dir is not None else directory),
-        "executors": len(reading.layout.executors),
-        "system_executors": sum(1 for e in reading.layout.executors if e.system),
-    }, reading.warnings)
+        report = write_reading(stage, out, reading.graph, reading.placement, reading.cluster, {
+            "engine": "storm-ui", "topology_id": data.topology_id, "window": data.window,
+            "storm_ui_dir": str(out / "storm-ui" if url is not None else directory),
+            "executors": len(reading.layout.executors),
+            "system_executors": sum(1 for e in reading.layout.executors if e.system),
+        }, reading.warnings)
     if as_json:
         print(json.dumps(finite_or_null(report), indent=1))
     else:
@@ -158,7 +160,7 @@ def flink_rest(
     out: Path = OutOpt,
     window: float = typer.Option(10.0, "--window", help="live: seconds between two snapshots (0: one, Flink's 60 s meters)"),
     node_by: str = typer.Option("taskmanager", "--node-by", help="one node per taskmanager or per host"),
-    timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for each REST answer"),
+    timeout: float = typer.Option(60.0, "--timeout", help="seconds for the whole read, window included"),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON instead of a summary"),
 ) -> None:
     """Flink REST API: one graph task per subtask (loads in busy cores, pair rates per ship
@@ -166,15 +168,14 @@ def flink_rest(
     responses in OUTDIR/flink-rest/ (read them again with --dir)."""
     from streamsched.engines import flink
 
-    save_dir = out / "flink-rest" if url is not None else None
-    with malformed_capture(url or directory):
-        reading = flink.read(url=url, job_id=job_id, directory=directory, window_s=window, timeout=timeout,
-                             node_by=node_by, save_dir=save_dir)
     keys = ("job_id", "job_name", "flink_version", "rates_from", "window_s", "node_by", "measured_per_s", "edges")
-    report = write_reading(out, reading.graph, reading.placement, reading.cluster, {
-        "engine": "flink", **{k: reading.report[k] for k in keys},
-        "flink_rest_dir": str(save_dir if save_dir is not None else directory),
-    }, reading.warnings)
+    with staged_directory(out) as stage, malformed_capture(url or directory):
+        reading = flink.read(url=url, job_id=job_id, directory=directory, window_s=window, timeout=timeout,
+                             node_by=node_by, save_dir=stage / "flink-rest" if url is not None else None)
+        report = write_reading(stage, out, reading.graph, reading.placement, reading.cluster, {
+            "engine": "flink", **{k: reading.report[k] for k in keys},
+            "flink_rest_dir": str(out / "flink-rest" if url is not None else directory),
+        }, reading.warnings)
     if as_json:
         print(json.dumps(finite_or_null(report), indent=1))
     else:

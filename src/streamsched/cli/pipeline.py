@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -29,6 +30,17 @@ ChunksOutOpt = typer.Option(..., "--out", "-o", help="directory watch reads (chu
 IntervalOpt = typer.Option(60.0, "--interval", help="seconds between readings")
 ReadingOnceOpt = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop")
 TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds (default: run until stopped)")
+
+
+def check_writable(directory: Path, option: str) -> None:
+    """``directory`` can be made and written (checked before Spark starts: its failure to
+    write is a Java trace)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"{option} {directory}: cannot write there ({exc.strerror or exc})") from None
 
 
 def _spark(master: str):
@@ -196,6 +208,8 @@ def watch(
         raise InputError(f"--load-unit: {load_unit!r}, but cluster {planner.cluster.name!r} has capacities in "
                          f"{planner.cluster.capacity_unit!r}")
     _resume(planner)
+    check_writable(store, "--store")
+    check_writable(out or store / "assignments", "--out")
     spark = _spark(master)
     runner = Watch(spark, resolve_path(directory, master), resolve_path(store, master), planner, window_s=window,
                    lateness_s=lateness, cluster_file=cluster_file, options=Options(load_unit=load_unit))
@@ -255,6 +269,14 @@ def _resume(planner) -> None:
             err_console.print(f"resumed {topology!r} from {path}", highlight=False)
 
 
+#: The formats each ``export`` option applies to (another format refuses it).
+EXPORT_OPTION_FORMATS = {
+    "--per": ("kubernetes",), "--image": ("kubernetes",), "--kind": ("kubernetes",), "--yaml": ("kubernetes",),
+    "--cpu-per-load": ("heron", "kubernetes"), "--topology-id": ("storm", "heron"),
+    "--storm-ui-dir": ("storm",), "--supervisor": ("storm",), "--ackers": ("storm",), "--executors": ("storm",),
+}
+
+
 @app.command()
 def export(
     placement: Path = typer.Argument(..., help="placement JSON"),
@@ -262,10 +284,10 @@ def export(
     graph: Optional[Path] = GraphOpt,
     cluster: str = ClusterOpt,
     fmt: str = typer.Option(..., "--format", help="storm, heron or kubernetes"),
-    per: str = typer.Option("worker", "--per", help="kubernetes: one Deployment per worker or per task"),
+    per: Optional[str] = typer.Option(None, "--per", help="kubernetes: one Deployment per worker (default) or per task"),
     image: Optional[str] = typer.Option(
         None, "--image", help="kubernetes: the worker container image (default: a placeholder, streamsched/worker:latest)"),
-    kind: str = typer.Option("deployment", "--kind", help="kubernetes: deployment or statefulset"),
+    kind: Optional[str] = typer.Option(None, "--kind", help="kubernetes: deployment (default) or statefulset"),
     as_yaml: bool = typer.Option(False, "--yaml", help="kubernetes: multi-document YAML instead of a JSON List"),
     cpu_per_load: Optional[float] = typer.Option(
         None, "--cpu-per-load", help="heron, kubernetes: cores per unit of a graph's load in tasks (heron default 1)"),
@@ -282,23 +304,29 @@ def export(
 ) -> None:
     """Turn a placement into what an engine applies (Storm slots, Heron packing plan, Kubernetes
     Deployments pinned by node affinity; docs/engines.md)."""
-    from streamsched.engines.exports import export as export_placement
+    from streamsched.engines.exports import FORMATS, export as export_placement
 
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
+    options = {"--per": per, "--image": image, "--kind": kind, "--yaml": as_yaml or None,
+               "--cpu-per-load": cpu_per_load, "--topology-id": topology_id, "--storm-ui-dir": storm_ui_dir,
+               "--supervisor": supervisor or None, "--ackers": ackers, "--executors": executors or None}
+    for option, value in options.items():
+        if value is not None and fmt not in EXPORT_OPTION_FORMATS[option]:
+            raise InputError(f"{option}: only for --format {' or '.join(EXPORT_OPTION_FORMATS[option])}, "
+                             f"not {fmt}")
+    per, kind = per or "worker", kind or "deployment"
     check_output_file(out)
     task_graph, nodes = load_inputs(workload, graph, cluster, units=False)
     kinds = {"deployment": "Deployment", "statefulset": "StatefulSet"}
     if kind.lower() not in kinds:
         raise InputError(f"--kind: {kind!r} is not one of {', '.join(kinds)}")
-    if as_yaml and fmt != "kubernetes":
-        raise InputError("--yaml: only for --format kubernetes")
     given = lambda **options: {k: v for k, v in options.items() if v is not None}  # noqa: E731
     storm = None
     if fmt == "storm":
         from streamsched.cli.engines import storm_export_options
 
         storm = storm_export_options(storm_ui_dir, topology_id, supervisor, ackers, executors)
-    elif storm_ui_dir is not None or supervisor or ackers is not None or executors:
-        raise InputError("--storm-ui-dir, --supervisor, --ackers, --executors: only for --format storm")
     document = export_placement(
         fmt, task_graph, nodes, read_placement(placement, task_graph, nodes), per=per, storm=storm,
         heron=given(cpu_per_load=cpu_per_load, topology_id=topology_id),
@@ -442,14 +470,22 @@ def collect_log(
     poll: float = typer.Option(1.0, "--poll", help="seconds between looks"),
     once: bool = typer.Option(False, "--once", help="take what is complete now, then stop"),
     timeout: Optional[float] = TimeoutOpt,
+    max_line: int = typer.Option(1 << 20, "--max-line", help="longest line, bytes; a longer one is quarantined"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Follow FILE across rotation (tail -F): complete lines into chunks <kind>-<name>-<seq>.csv,
     each with a sidecar .<chunk>.json (source, inode, byte and line range); a restart continues
-    from the offsets kept in OUT."""
+    from the offsets kept in OUT. A truncated or rewritten log is read again from its start, a
+    line longer than --max-line goes to OUT/quarantine/ (each said on stderr)."""
     from streamsched.pipeline.collect import LogCollector
 
-    collector = LogCollector(file, out, kind)
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise InputError(f"--timeout: {timeout!r}; must be a positive number of seconds")
+    if not (math.isfinite(poll) and poll > 0):
+        raise InputError(f"--poll: {poll!r}; must be a positive number of seconds")
+    collector = LogCollector(file, out, kind, max_line,
+                             warn=lambda message: err_console.print(f"warning: {message}", highlight=False,
+                                                                    markup=False, soft_wrap=True))
     if once:
         taken = collector.poll()
         emit({"lines": taken, **collector.state}, as_json, log_collected_lines(taken, collector.state))
@@ -462,9 +498,12 @@ def collect_log(
 
 def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[float], as_json: bool) -> None:
     """Poll the collector ``make_collector()`` builds; every chunk and counter reset on stderr."""
+    from streamsched.engines.rest_client import Deadline
+
     if not (math.isfinite(interval) and interval > 0):
         raise InputError(f"--interval: {interval!r}; must be a finite number of seconds > 0")
-    collector = make_collector()
+    deadline = Deadline(timeout)  # every request ends by then too
+    collector = make_collector(deadline)
     warned: set[str] = set()
 
     def report(side, with_chunk: bool = True) -> None:
@@ -508,7 +547,8 @@ def collect_storm_ui(
     resets (a restarted worker) counted from zero and reported; a restart continues from OUT."""
     from streamsched.pipeline.collect_rest import StormUICollector
 
-    _follow_rest(lambda: StormUICollector(url, topology_id, out, http_timeout), interval, once, timeout, as_json)
+    _follow_rest(lambda deadline: StormUICollector(url, topology_id, out, http_timeout, deadline=deadline),
+                 interval, once, timeout, as_json)
 
 
 @collect_app.command("flink")
@@ -528,4 +568,5 @@ def collect_flink(
     a restart continues from OUT."""
     from streamsched.pipeline.collect_rest import FlinkCollector
 
-    _follow_rest(lambda: FlinkCollector(url, out, job_id, http_timeout), interval, once, timeout, as_json)
+    _follow_rest(lambda deadline: FlinkCollector(url, out, job_id, http_timeout, deadline=deadline),
+                 interval, once, timeout, as_json)

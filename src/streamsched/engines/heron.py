@@ -40,6 +40,8 @@ from streamsched.model.units import CORES
 
 GIB = 1 << 30
 MIB = 1 << 20
+#: Largest int64 (protobuf ``int64`` of ``ram`` and ``disk``).
+INT64_MAX = 2**63 - 1
 #: Heron's instance defaults (``heron.resources.instance.ram`` / ``.disk``): 1 GiB each.
 DEFAULT_INSTANCE_RAM = GIB
 DEFAULT_INSTANCE_DISK = GIB
@@ -99,7 +101,13 @@ def heron_packing_plan(graph: TaskGraph, cluster: Cluster, placement: Placement,
         raise InputError(f"heron.padding.cpu: must be >= 0, got {pad['cpu']!r}")
     task_id, component_index = heron_task_numbers(graph)
     worker = worker_slots(placement)
-    ram = np.where(graph.memory_mb > 0, np.round(graph.memory_mb * MIB), instance_ram).astype(np.int64)
+    ram_bytes = np.where(graph.memory_mb > 0, np.round(graph.memory_mb * MIB), float(instance_ram))
+    too_big = np.flatnonzero(~(ram_bytes < 2.0**63))
+    if too_big.size:
+        t = int(too_big[0])
+        raise InputError(f"task {graph.task_ids[t]} ({graph.operator_names[graph.task_operator[t]]}): memory_mb "
+                         f"{graph.memory_mb[t]:g} is {ram_bytes[t]:g} bytes, above Heron's int64 ram ({INT64_MAX} bytes)")
+    ram = [int(r) for r in ram_bytes]
     cpu = graph.load * scale
     containers: dict[tuple[int, int], list[int]] = {}
     for t in np.lexsort((task_id, worker, placement.node_of)).tolist():
@@ -107,6 +115,11 @@ def heron_packing_plan(graph: TaskGraph, cluster: Cluster, placement: Placement,
     plans = []
     for container_id, key in enumerate(sorted(containers), start=1):
         tasks = containers[key]
+        for what, total in (("ram", sum(ram[t] for t in tasks) + int(pad["ram"])),
+                            ("disk", int(instance_disk) * len(tasks) + int(pad["disk"]))):
+            if total > INT64_MAX:
+                raise InputError(f"container {container_id} (node {cluster.nodes[key[0]].name}, worker {key[1]}): "
+                                 f"required {what} {total} bytes is above Heron's int64 ({INT64_MAX})")
         plans.append({
             "id": container_id,
             "instancePlans": [{
@@ -116,7 +129,7 @@ def heron_packing_plan(graph: TaskGraph, cluster: Cluster, placement: Placement,
                 "resource": _resource(float(cpu[t]), int(ram[t]), int(instance_disk)),
             } for t in tasks],
             "requiredResource": _resource(float(cpu[tasks].sum()) + float(pad["cpu"]),
-                                          int(ram[tasks].sum()) + int(pad["ram"]),
+                                          sum(ram[t] for t in tasks) + int(pad["ram"]),
                                           int(instance_disk) * len(tasks) + int(pad["disk"])),
         })
     return {"id": topology_id or graph.name, "containerPlans": plans}

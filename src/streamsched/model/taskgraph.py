@@ -96,13 +96,21 @@ class TaskGraph:
             raise InputError(f"{where}: edge arrays differ in length")
         if n and (task_operator.min() < 0 or task_operator.max() >= len(operator_names)):
             raise InputError(f"{where}: task operator index out of range")
-        _check_nonnegative(where, "load", load)
-        _check_nonnegative(where, "rate", rate)
-        _check_nonnegative(where, "bytes", bytes_rate)
         bad = np.flatnonzero((src < 0) | (src >= n) | (dst < 0) | (dst >= n))
         if bad.size:
             k = int(bad[0])
             raise InputError(f"{where}: edge {k} names an unknown task ({src[k]} -> {dst[k]})")
+
+        def task(k: int) -> str:
+            return f"task {task_ids[k]} ({operator_names[task_operator[k]]})"
+
+        def pair(k: int) -> str:
+            return f"pair task {task_ids[src[k]]} -> task {task_ids[dst[k]]}"
+
+        _check_nonnegative(where, "load", load, task)
+        _check_nonnegative(where, "memory_mb", memory_mb, task)
+        _check_nonnegative(where, "rate", rate, pair)
+        _check_nonnegative(where, "bytes", bytes_rate, pair)
         if merge_duplicates and src.size:
             key = src * n + dst
             if key.size > 1 and not np.all(key[1:] > key[:-1]):
@@ -278,13 +286,13 @@ def _operator_rule(where: str, n_operators: int, max_per_node, slot_group) -> tu
     return (caps if any(caps) else ()), (groups if len(set(groups)) > 1 else ())
 
 
-def _check_nonnegative(where: str, field: str, values: np.ndarray) -> None:
+def _check_nonnegative(where: str, field: str, values: np.ndarray, label) -> None:
     """Every value a finite number in [0, MAX_VALUE] (sums of larger ones overflow to inf, and
-    JSON has no inf: issue 16's rates of 1e308)."""
+    JSON has no inf: issue 16's rates of 1e308); an error names the task or pair (``label(k)``)."""
     bad = np.flatnonzero(~((values >= 0) & (values <= MAX_VALUE)))
     if bad.size:
         k = int(bad[0])
-        raise InputError(f"{where}: {field} of item {k} is {values[k]:g}; must be a number in [0, {MAX_VALUE:g}]")
+        raise InputError(f"{where}: {label(k)}: {field} is {values[k]:g}; must be a number in [0, {MAX_VALUE:g}]")
 
 
 @lru_cache(maxsize=4096)

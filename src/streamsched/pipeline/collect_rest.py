@@ -55,9 +55,11 @@ from typing import Any, Callable
 
 
 from streamsched.engines import flink
+from streamsched.engines.rest_client import Deadline
 from streamsched.engines.storm import ui_rest
 from streamsched.errors import InputError
 from streamsched.metrics import remote_traffic
+from streamsched.model.paths import safe_name
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.pipeline.collect import _write_atomic
 from streamsched.pipeline.native_reader import fields_of
@@ -67,10 +69,6 @@ STORM_WINDOW = ":all-time"
 #: Seconds an uptime may exceed the interval and still count as a start inside it (the UI
 #: rounds uptimes to seconds, and the poll itself takes time).
 UPTIME_SLACK_S = 2.0
-
-
-def _stem(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "_-" else "_" for c in text)
 
 
 def _csv(kind: str, rows: list[tuple]) -> str:
@@ -98,14 +96,38 @@ class RestCollector:
 
     def __init__(self, out: str | Path, name: str, url: str, clock: Callable[[], float] = time.time):
         self.out, self.url, self.clock = Path(out), url, clock
-        self.stem = f"{self.source}-{_stem(name)}"
+        self.stem = f"{self.source}-{safe_name(name)}"
         self.out.mkdir(parents=True, exist_ok=True)
         self.state_file = self.out / f".collect-{self.stem}.json"
         try:
             self.state = json.loads(self.state_file.read_text())
         except FileNotFoundError:
             self.state = {"source": self.source, "url": url, "seq": 1, "previous": None, "pending": []}
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"{self.state_file}: corrupt collector state (not JSON: {exc}); remove it to start "
+                             f"again (the counts since the last chunk are then not collected)") from None
+        self._check_state()
         self._write_pending()
+
+    def _check_state(self) -> None:
+        """The state must be this kind of collector's and of the shape :meth:`poll` writes."""
+        state, where = self.state, f"{self.state_file}: corrupt collector state"
+        if not isinstance(state, dict):
+            raise InputError(f"{where} (not an object); remove it to start again")
+        seq = state.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise InputError(f"{where} (seq: {seq!r}); remove it to start again")
+        if not isinstance(state.get("pending"), list) or not all(
+                isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("text"), str)
+                and isinstance(c.get("sidecar"), dict) for c in state["pending"]):
+            raise InputError(f"{where} (pending chunks); remove it to start again")
+        previous = state.get("previous")
+        if previous is not None and not (isinstance(previous, dict) and isinstance(previous.get("documents"), dict)
+                                         and isinstance(previous.get("time"), (int, float))):
+            raise InputError(f"{where} (previous reading); remove it to start again")
+        if state.get("source") != self.source:
+            raise InputError(f"{self.state_file}: the state of a {state.get('source')!r} collector, not of "
+                             f"{self.source!r}: collect each into its own --out")
 
     # ------------------------------------------------------------------ engine
     def read(self) -> dict[str, Any]:
@@ -164,8 +186,9 @@ class RestCollector:
         next poll tries again: its difference then covers the longer interval, nothing is lost.
         A failure before any good reading of this process is raised (a wrong URL or id)."""
         started = time.monotonic()
+        end = math.inf if timeout_s is None else started + timeout_s
         succeeded = False
-        while timeout_s is None or time.monotonic() - started < timeout_s:
+        while time.monotonic() < end:
             began = time.monotonic()
             try:
                 side = self.poll()
@@ -177,7 +200,7 @@ class RestCollector:
                 side = None
             if side is not None:
                 report(side)
-            time.sleep(max(0.0, interval_s - (time.monotonic() - began)))
+            time.sleep(max(0.0, min(interval_s - (time.monotonic() - began), end - time.monotonic())))
 
 
 # ---------------------------------------------------------------------------- Storm UI
@@ -250,17 +273,17 @@ class StormUICollector(RestCollector):
     source = "storm"
 
     def __init__(self, url: str, topology_id: str, out: str | Path, timeout: float = 10.0,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, deadline: Deadline | None = None):
         if not topology_id:
             raise InputError("--topology-id: give the id Storm gave the topology (e.g. wordcount-3-1714557000)")
         if not (timeout > 0 and math.isfinite(timeout)):
             raise InputError(f"--timeout: {timeout!r}; must be a positive number of seconds")
-        self.topology_id, self.timeout = topology_id, timeout
+        self.topology_id, self.timeout, self.deadline = topology_id, timeout, deadline
         super().__init__(out, topology_id, url, clock)
 
     def read(self) -> dict[str, Any]:
         when = self.clock()
-        documents = ui_rest.fetch_documents(self.url, self.topology_id, STORM_WINDOW, self.timeout)
+        documents = ui_rest.fetch_documents(self.url, self.topology_id, STORM_WINDOW, self.timeout, self.deadline)
         ui_rest.from_documents(documents, self.url, STORM_WINDOW)  # a bad answer fails now, not at the next poll
         return {"time": when, "documents": documents}
 
@@ -343,8 +366,8 @@ class FlinkCollector(RestCollector):
     source = "flink"
 
     def __init__(self, url: str, out: str | Path, job_id: str | None = None, timeout: float = 10.0,
-                 clock: Callable[[], float] = time.time, poll_s: float = 0.2):
-        self.rest = flink.FlinkRest(url, timeout)
+                 clock: Callable[[], float] = time.time, poll_s: float = 0.2, deadline: Deadline | None = None):
+        self.rest = flink.FlinkRest(url, timeout, deadline)
         self.job_id = job_id or flink.running_job(self.rest)
         self.poll_s = poll_s
         self.fetch_interval = flink.fetch_interval(self.rest)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import shutil
 import threading
 import time
 import uuid
@@ -45,8 +44,8 @@ from streamsched.pipeline.blocks import BLOCK as ARROW_BLOCK, floats, pack_frame
 from streamsched.pipeline.merge import GROUP, MergeWindow, merge_sorted
 from streamsched.pipeline.native_reader import check_header
 from streamsched.pipeline.session import python_workers
-from streamsched.pipeline.store import (claim_tmp, find_ingested, input_key, record_ingested, write_run_report,
-                                        write_snapshot)
+from streamsched.pipeline.store import (claim_tmp, find_ingested, input_key, record_ingested, release_tmp,
+                                        write_run_report, write_snapshot)
 
 BLOCK = from_arrow_schema(ARROW_BLOCK)
 
@@ -474,7 +473,7 @@ def _run(spark: SparkSession, groups: dict[str, list[Path]], store: str | Path, 
                              basename_template="part-{i}.parquet")
             first_rejected = output.head(1, columns=columns, filter=is_rejected).to_pylist()[0]
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        release_tmp(work)
         with contextlib.suppress(OSError):
             work.parent.rmdir()  # only when no other run is using it
     part = np.asarray(small.column("part").to_pylist(), object)

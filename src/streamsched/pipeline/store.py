@@ -30,8 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
 from streamsched.errors import InputError
 from streamsched.model.graph_files import read_graph, write_graph
+from streamsched.model.paths import safe_name
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import TASKS, check_unit
 
@@ -39,12 +42,6 @@ FORMAT = "streamsched.snapshot/1"
 MANIFEST = "manifest.json"
 _SNAPSHOT_NAME = re.compile(r"^(\d{6})-\d{8}T\d{6}Z$")
 _STALE_TMP_S = 3600.0
-
-
-def safe_name(name: str) -> str:
-    """A topology name usable as one file-name component without dots (the core reader splits
-    file names at the first dot)."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "topology"
 
 
 def snapshot_root(store: str | Path, topology: str) -> Path:
@@ -177,47 +174,69 @@ def write_run_report(store: str | Path, run_id: str, report: dict[str, Any]) -> 
 OWNER = "_owner.json"  # Spark's readers skip names starting with "_"
 
 
+#: Locks of the work directories this process claimed (released when it exits, or killed).
+_CLAIMED: dict[Path, FileLock] = {}
+
+
+def _lock_of(work: Path) -> Path:
+    return work.parent / f".{work.name}.lock"
+
+
 def claim_tmp(store: str | Path, run_id: str) -> Path:
-    """``STORE/tmp/<run_id>``, created with the owning process recorded (pid, host, start), after
+    """``STORE/tmp/<run_id>``, created and locked (``filelock``: an OS lock the system drops
+    when the process ends, however it ends) with the owner recorded (pid, host, start), after
     removing the stale ones of earlier runs (:func:`remove_stale_runs`)."""
     remove_stale_runs(store)
     work = Path(store) / "tmp" / run_id
-    work.mkdir(parents=True, exist_ok=False)
+    work.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(_lock_of(work))
+    lock.acquire(timeout=0)
+    work.mkdir(exist_ok=False)
+    _CLAIMED[work] = lock
     _write_json(work / OWNER, {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()})
     return work
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def release_tmp(work: Path) -> None:
+    """Remove a work directory :func:`claim_tmp` gave, and its lock."""
+    shutil.rmtree(work, ignore_errors=True)
+    lock = _CLAIMED.pop(work, None)
+    if lock is not None:
+        _lock_of(work).unlink(missing_ok=True)
+        lock.release()
 
 
 def remove_stale_runs(store: str | Path, max_age_s: float = _STALE_TMP_S) -> list[Path]:
-    """Remove ``STORE/tmp/<run id>`` directories of killed runs: older than ``max_age_s``, or
-    owned by a process of this host that is gone. Returns what was removed."""
+    """Remove ``STORE/tmp/<run id>`` directories of killed runs: those whose lock no process
+    holds, and unlocked ones (an earlier version's) older than ``max_age_s``. Returns what was
+    removed."""
     root = Path(store) / "tmp"
     removed: list[Path] = []
     if not root.is_dir():
         return removed
-    now, host = time.time(), socket.gethostname()
-    for work in root.iterdir():
-        if not work.is_dir():
+    now = time.time()
+    for work in sorted(root.iterdir()):
+        if not work.is_dir() or work in _CLAIMED:
+            continue
+        lock_path = _lock_of(work)
+        if lock_path.exists():
+            lock = FileLock(lock_path)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                continue  # its run is alive
+            try:
+                shutil.rmtree(work, ignore_errors=True)
+                removed.append(work)
+            finally:
+                lock.release()
+                lock_path.unlink(missing_ok=True)
             continue
         try:
-            owner = json.loads((work / OWNER).read_text())
-        except (OSError, ValueError):
-            owner = {}
-        try:
-            age = now - float(owner.get("started", work.stat().st_mtime))
+            age = now - work.stat().st_mtime
         except FileNotFoundError:
             continue
-        gone = owner.get("host") == host and isinstance(owner.get("pid"), int) and not _alive(owner["pid"])
-        if age > max_age_s or gone:
+        if age > max_age_s:
             shutil.rmtree(work, ignore_errors=True)
             removed.append(work)
     return removed

@@ -241,6 +241,7 @@ class Scheduler(ABC):
                 choices = ", ".join(sorted(known)) or "none"
                 raise ParameterError(f"{self.name}.params.{key}: unknown parameter (known: {choices})")
         self._given = dict(params)
+        self.resolved_params()  # every value checked now, before any work of the command
 
     def get_params(self) -> dict[str, Any]:
         """Every parameter as it will be used (given value, else the default)."""

@@ -8,7 +8,9 @@ tasks f, line 26), the unfused tasks are K-way partitioned into ``k_i = ceil(t /
 of at most c_i (eq. 6, line 36); ``alpha = min(beta, q_i)`` of them are fused into single items
 (eq. 9, line 42), beta being the fewest fusions that bring t + f down to phi (eqs. 7-8), and the
 graph is rebuilt from the original connectivity (line 45). The reduced graph then goes to the
-exact solver (:func:`streamsched.solvers.solve_placement`, line 49) with time limit theta.
+exact solver (:func:`streamsched.solvers.solve_placement`, line 49) with limit theta: a
+deterministic work budget (CP-SAT deterministic seconds, not the paper's wall-clock seconds),
+so the placement does not depend on the machine's load; ``wall_limit`` adds a wall-clock stop.
 
 The fallback heuristic (theta = 0, or as soon as ``k_i > phi``, lines 32-35) fuses
 ``alpha = min(k_i, q_i)`` parts per class (line 40) until no task is left and maps each fused
@@ -66,6 +68,7 @@ from streamsched.model.taskgraph import TaskGraph
 from streamsched.partitioning import assign_workers, partition
 from streamsched.schedulers import register
 from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler
+from streamsched.schedulers.limits import WORK_LIMIT_MAX
 
 CALIBRATION_FILE = "i_scheduler_calibration.json"
 UNFUSED = -1
@@ -228,15 +231,18 @@ def direct_mapping(graph: TaskGraph, cluster: Cluster, reduction: Reduction) -> 
 
 
 def solve_reduced(graph: TaskGraph, cluster: Cluster, reduction: Reduction, theta: float, seed: int,
-                  solver: str, workers: int):
-    """SOLVE_MODEL (line 49) on the reduced graph: items = fused parts + unfused tasks."""
+                  solver: str, workers: int, wall_limit: float = 0.0):
+    """SOLVE_MODEL (line 49) on the reduced graph: items = fused parts + unfused tasks. theta is
+    the solver's work budget (CP-SAT deterministic seconds), so a rerun gives the same
+    placement on a quiet or a busy machine; ``wall_limit`` > 0 adds a wall-clock stop."""
     from streamsched.solvers import solve_placement
 
     item = reduction.item_of()
     n_items = int(item.max()) + 1 if item.size else 0
     loads = np.bincount(item, weights=graph.load, minlength=n_items)
     result = solve_placement(loads, item[graph.src], item[graph.dst], graph.rate, cluster.capacity,
-                             time_limit=theta, backend=solver, seed=seed, workers=workers)
+                             time_limit=wall_limit or None, work_limit=theta, backend=solver, seed=seed,
+                             workers=workers)
     return item, result
 
 
@@ -247,11 +253,15 @@ class IScheduler(Scheduler):
     objective = "traffic"
     randomised = True
     params = (
-        Param("theta", float, 1.0, "seconds allowed for the solver (0 = fallback heuristic only)", low=0.0),
+        Param("theta", float, 1.0, "solver work budget in CP-SAT deterministic seconds, the same result on any "
+              "machine load (0 = fallback heuristic only)", low=0.0, high=WORK_LIMIT_MAX),
+        Param("wall_limit", float, 0.0, "also stop the solver after these wall-clock seconds (0 = no wall-clock "
+              "stop; a wall-clock stop makes the result depend on the machine's load)", low=0.0, high=WORK_LIMIT_MAX),
         Param("phi", int, 0, "item threshold for the solver (0 = from theta via the calibration table)", low=0),
         Param("max_tasks_per_worker", int, 5, "second level: T, tasks per worker", low=1),
         Param("solver", str, "cp-sat", "exact solver back-end", choices=("cp-sat", "highs", "cplex")),
-        Param("solver_workers", int, 1, "solver threads", low=1, high=64),
+        Param("solver_workers", int, 1, "solver threads (more than 1: CP-SAT's parallel search is not "
+              "deterministic)", low=1, high=64),
         Param("backend", str, "metis", "partitioner (kahip: KaHIP eco, kahip-fast: KaHIP fast)",
               choices=("metis", "kahip", "kahip-fast")),
         STRICT,
@@ -271,7 +281,7 @@ class IScheduler(Scheduler):
         node_of = None
         if reduction.use_solver:
             item, result = solve_reduced(graph, cluster, reduction, theta, seed, params["solver"],
-                                         params["solver_workers"])
+                                         params["solver_workers"], params["wall_limit"])
             meta.update(items=int(item.max()) + 1, solver_status=result.status, solver_objective=result.objective,
                         solver_bound=result.bound, solver_time_s=result.wall_time_s)
             if result.status in ("optimal", "feasible"):

@@ -57,6 +57,7 @@ from streamsched.model.taskgraph import TaskGraph
 from streamsched.native_output import captured_native_output
 from streamsched.schedulers import register
 from streamsched.schedulers.base import Param, Scheduler, check_fits, keep_colocation_rule
+from streamsched.schedulers.limits import WORK_LIMIT_MAX
 from streamsched.solvers import BACKENDS, DEFAULT_MEMORY_LIMIT_MB, FORMULATIONS, solve_placement
 
 #: Share of ``time_limit`` the warm-start schedulers may use, and the ones tried first.
@@ -79,9 +80,11 @@ class OptimalScheduler(Scheduler):
     exact = True
     params = (
         Param("time_limit", float, 0.0, "wall-clock seconds for the whole call (theta; 0 = none: work_limit "
-              "alone stops the search, the same result on any machine load)", low=0.0),
+              "alone stops the search, the same result on any machine load)", low=0.0,
+              high=WORK_LIMIT_MAX),
         Param("work_limit", float, 10.0, "deterministic seconds (CP-SAT's measure) of search when time_limit "
-              "is 0", low=0.01),
+              "is 0", low=0.01,
+              high=WORK_LIMIT_MAX),
         Param("backend", str, "cp-sat", "solver", choices=tuple(BACKENDS)),
         Param("workers", int, 1, "solver threads (1 keeps runs reproducible)", low=1, high=64),
         Param("formulation", str, "auto", "integer program", choices=FORMULATIONS),

@@ -42,6 +42,7 @@ from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.colocation import CoLocationCounts, CoLocationRule
+from streamsched.model.paths import safe_name
 from streamsched.model.placement import NO_WORKER, Placement, remaining_capacity
 from streamsched.model.taskgraph import TaskGraph
 
@@ -63,7 +64,7 @@ def should_reschedule(graph: TaskGraph, current: Placement, proposed: Placement,
 #: Passes of traffic-gaining moves after a best-fit-decreasing packing (each pass visits every
 #: moved task once; a pass without a move ends the search earlier).
 IMPROVEMENT_PASSES = 20
-#: Seconds the exact feasibility search of :func:`repair` step 4 may take.
+#: Work budget (CP-SAT deterministic seconds) of the exact feasibility search of :func:`repair` step 4.
 FEASIBILITY_SECONDS = 10.0
 
 
@@ -132,7 +133,8 @@ def _any_fitting_placement(graph: TaskGraph, cluster: Cluster, capacity: np.ndar
 
     none = np.zeros(0, np.int64)
     caps = {} if rule is None else {"operator_caps": (graph.task_operator, rule.operator_node_caps())}
-    found = solve_placement(graph.load, none, none, np.zeros(0), capacity, time_limit=FEASIBILITY_SECONDS, **caps)
+    found = solve_placement(graph.load, none, none, np.zeros(0), capacity, work_limit=FEASIBILITY_SECONDS,
+                            **caps)
     what = (f"graph {graph.name!r} (load {graph.total_load:g}, largest task {graph.load.max():g}) on "
             f"{cluster.name!r} (capacity {cluster.total_capacity:g})")
     if rule is not None:
@@ -143,7 +145,7 @@ def _any_fitting_placement(graph: TaskGraph, cluster: Cluster, capacity: np.ndar
         found = replace(found, status="unknown")
     if found.status not in ("optimal", "feasible"):
         raise InfeasibleError(f"no placement of {what} was found: best and first fit decreasing failed and the "
-                              f"exact bin-packing search found none in {FEASIBILITY_SECONDS:g} s (not a proof)")
+                              f"exact bin-packing search found none in {FEASIBILITY_SECONDS:g} deterministic s (not a proof)")
     return np.asarray(found.assignment, np.int64)
 
 
@@ -438,7 +440,7 @@ class Replanner:
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             number = len(self.decisions) + 1
-            while (path := self.out_dir / f"{graph.name}-{number:05d}.placement.json").exists():
+            while (path := self.out_dir / f"{safe_name(graph.name)}-{number:05d}.placement.json").exists():
                 number += 1  # an earlier run's assignment (a restarted loop): keep it
             placement.write(path, graph, self.cluster)
         decision = Decision(graph.name, trigger, True, why, before, after, gain, moved, snapshot,

@@ -16,6 +16,7 @@ from streamsched.engines.flink.documents import (
 )
 from streamsched.errors import InputError
 from streamsched.model.io import read_document
+from streamsched.model.paths import inside
 
 
 def save_capture(capture: Capture, directory: str | Path) -> Path:
@@ -26,7 +27,7 @@ def save_capture(capture: Capture, directory: str | Path) -> Path:
     for k, snap in enumerate(capture.snapshots):
         root = directory / str(k)
         for key, doc in sorted(snap.documents.items()):
-            path = root / f"{key}.json"
+            path = inside(root, f"{key}.json", f"{capture.url or capture.job_id}: answer {key!r}")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         entries.append({"dir": str(k), "time": snap.time})

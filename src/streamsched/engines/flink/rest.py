@@ -19,7 +19,7 @@ from streamsched.engines.flink.documents import (
     _get,
 )
 from streamsched.engines.flink.estimate import read_capture
-from streamsched.engines.rest_client import HTTPStatusError, get_json
+from streamsched.engines.rest_client import Deadline, HTTPStatusError, get_json
 from streamsched.errors import InputError
 
 
@@ -27,7 +27,7 @@ class FlinkRest:
     """A JobManager's REST API (``http://host:8081``): JSON over ``urllib`` with a timeout;
     an unreachable server or an HTTP error is one ``InputError``."""
 
-    def __init__(self, url: str, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, timeout: float = 10.0, deadline: Deadline | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise InputError(f"--url: {url!r} is not an http(s) URL of a Flink JobManager")
@@ -35,9 +35,11 @@ class FlinkRest:
             raise InputError(f"--timeout: {timeout!r}; must be a positive number of seconds")
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.deadline = deadline
 
     def get(self, path: str) -> Any:
-        return get_json(f"{self.url}/{path.lstrip('/')}", self.timeout, "Flink JobManager", _flink_error)
+        return get_json(f"{self.url}/{path.lstrip('/')}", self.timeout, "Flink JobManager", _flink_error,
+                        self.deadline)
 
 
 def _flink_error(body: Any) -> str:
@@ -54,6 +56,15 @@ def running_job(rest: FlinkRest) -> str:
         listed = ", ".join(f"{j.get('jid')} ({j.get('name')}, {j.get('state')})" for j in jobs if isinstance(j, dict))
         raise InputError(f"{rest.url}: {len(running)} running jobs; give --job-id ({listed or 'no jobs'})")
     return str(running[0])
+
+
+def _check_job(job: Any, job_id: str, where: str) -> Any:
+    """``/jobs/:jid`` must answer for ``job_id``: a JobManager (or a proxy) answering for
+    another job is refused."""
+    answered = job.get("jid") if isinstance(job, dict) else None
+    if answered is not None and str(answered) != job_id:
+        raise InputError(f"{where}.jid: the answer is for job {answered!r}, not the job asked for ({job_id!r})")
+    return job
 
 
 def fetch_interval(rest: FlinkRest) -> float:
@@ -94,15 +105,20 @@ def take_snapshot(rest: FlinkRest, job_id: str, interval_s: float | None = None,
     """
     interval_s = fetch_interval(rest) if interval_s is None else interval_s
     job_path = f"/jobs/{quote(job_id, safe='')}"
+    where = f"{rest.url}{job_path}"
+    command = getattr(rest, "deadline", None)
     for _attempt in range(3):
         t_prev = clock()
-        seen = _counters(rest.get(job_path))
+        seen = _counters(_check_job(rest.get(job_path), job_id, where))
         deadline = t_prev + interval_s + 2.0
         sample = None
         while sample is None:
+            if command is not None and command.left() < poll_s:
+                raise InputError(f"{rest.url}: the job's counters did not move within {command.describe()} "
+                                 f"(metrics.fetcher.update-interval {interval_s:g} s)")
             sleep(poll_s)
             t_now = clock()
-            job = rest.get(job_path)
+            job = _check_job(rest.get(job_path), job_id, where)
             if _counters(job) != seen:
                 sample = t_prev
             elif t_now > deadline:
@@ -145,7 +161,10 @@ def capture_live(url: str, job_id: str | None = None, window_s: float = 10.0, ti
     ``save_dir`` keeps the responses (:func:`save_capture`)."""
     if not (window_s >= 0 and math.isfinite(window_s)):
         raise InputError(f"--window: {window_s!r}; must be a number of seconds >= 0")
-    rest = FlinkRest(url, timeout)
+    if window_s >= timeout:
+        raise InputError(f"--window {window_s:g} s does not fit in --timeout {timeout:g} s (the whole read); "
+                         f"give a longer --timeout")
+    rest = FlinkRest(url, timeout, Deadline(timeout))
     job_id = job_id or running_job(rest)
     interval = fetch_interval(rest)
     first = take_snapshot(rest, job_id, interval, poll_s)

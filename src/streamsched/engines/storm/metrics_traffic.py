@@ -55,6 +55,9 @@ V2_BASES = ("__execute-count-", "__execute-latency-", "__transfer-count-", "__em
             "__process-jitter-", "__complete-jitter-")
 USED_V2 = {"__execute-count-": "execute", "__execute-latency-": "latency", "__transfer-count-": "transfer"}
 CAPACITY = "__capacity"
+#: A cumulative counter's first report is counted from the counter's start when its rate (value
+#: / report interval) is at most this times the next interval's rate (:meth:`Topology._deltas`).
+FIRST_SAMPLE_RATIO = 2.0
 REPORTER_HINT = ("LoggingMetricsConsumer cuts metric names to 23 characters; read a Storm metrics reporter "
                  "that keeps full names instead (topology.metrics.reporters, e.g. "
                  "org.apache.storm.metrics2.reporters.CsvStormReporter)")
@@ -306,7 +309,7 @@ class Topology:
         for task, component in sorted(out.tasks.items()):
             senders[component].append(task)
         maps = [(r, e) for r in self._valid() if r.kind == "map" for e in r.entries]
-        v2 = self._deltas()
+        v2 = self._deltas(out.notes)
         v1_execute = any(e.metric == "execute" for _, e in maps)
         # Samples (timestamp, task, entry, interval s); Storm <= 2.2 maps win when both exist.
         samples = [(r.timestamp, r.task, e, self.storm_interval_s) for r, e in maps]
@@ -325,11 +328,18 @@ class Topology:
                              "upstream component) among the valid lines")
         return out
 
-    def _deltas(self) -> list[tuple[float, int, Entry, float]]:
+    def _deltas(self, notes: list[str] | None = None) -> list[tuple[float, int, Entry, float]]:
         """Cumulative counters -> (timestamp, task, entry with the count since the previous
-        sample, seconds since it). Same-name counters of one sample are summed first; a series'
-        first sample is its baseline; a value below the previous one is a restart (the count
-        since the restart is the value itself)."""
+        sample, seconds since it). Same-name counters of one sample are summed first; a value
+        below the previous one is a restart (the count since the restart is the value itself).
+
+        A series' first sample is counted **from the counter's start** (Storm's counters start at
+        0 with the executor), as the count of one report interval (``storm_interval_s``), when
+        its rate is at most :data:`FIRST_SAMPLE_RATIO` times the next interval's (the file
+        begins with the executor, as ``worker.log.metrics`` does: a window of three reports then
+        counts three intervals, not two, issue 27); else (a file that begins mid-run: the
+        counter holds far more than one interval) it is the baseline. ``notes`` gets how many
+        series went each way."""
         series: dict[tuple[int, str], dict[float, Entry]] = defaultdict(dict)
         for r in self._valid():
             if r.kind != "counter":
@@ -341,9 +351,21 @@ class Topology:
                 else:
                     at[r.timestamp] = Entry(e.metric, e.value, e.upstream, e.stream, e.upstream_cut, e.stream_cut)
         out = []
+        from_start = baseline = 0
         for (task, _), at in series.items():
             previous = None
-            for ts in sorted(at):
+            times = sorted(at)
+            if len(times) > 1:
+                first, second = at[times[0]].value, at[times[1]].value
+                next_rate = (second - first if second >= first else second) / (times[1] - times[0])
+                if first / self.storm_interval_s <= FIRST_SAMPLE_RATIO * next_rate or first == 0:
+                    entry = at[times[0]]
+                    out.append((times[0], task, Entry(entry.metric, entry.value, entry.upstream, entry.stream,
+                                                      entry.upstream_cut, entry.stream_cut), self.storm_interval_s))
+                    from_start += 1
+                else:
+                    baseline += 1
+            for ts in times:
                 entry = at[ts]
                 if previous is not None:
                     before = at[previous].value
@@ -351,6 +373,10 @@ class Topology:
                     out.append((ts, task, Entry(entry.metric, delta, entry.upstream, entry.stream,
                                                 entry.upstream_cut, entry.stream_cut), ts - previous))
                 previous = ts
+        if notes is not None and (from_start or baseline):
+            notes.append(f"cumulative counters: the first report of {from_start} series counted from the counter's "
+                         f"start (one {self.storm_interval_s:g} s report), of {baseline} taken as the baseline "
+                         f"(the file begins mid-run)")
         return out
 
     def _traffic(self, samples, senders: dict[str, list[int]], out: Estimate) -> None:

@@ -33,7 +33,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from streamsched.engines.rest_client import HTTPStatusError, get_json
+from streamsched.engines.rest_client import Deadline, HTTPStatusError, get_json
 from streamsched.engines.storm.plan import (
     STORM_DEFAULT_SLOTS, StormExecutor, StormLayout, is_system, java_order, nimbus_task_ids, worker_ports,
 )
@@ -341,38 +341,46 @@ def fetch(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: flo
     """Ask a live Storm UI (``http://host:8080``) for the topology page (``sys=1``), the
     supervisor summary and every component's page; ``save_dir`` keeps the responses in the
     layout :func:`read_dir` reads. An unreachable UI is one ``InputError``."""
-    documents = fetch_documents(url, topology_id, window, timeout)
+    documents = fetch_documents(url, topology_id, window, timeout, Deadline(timeout))
+    data = from_documents(documents, url, str(window))
     if save_dir is not None:
         save_dir = Path(save_dir)
         save_dir.mkdir(parents=True, exist_ok=True)
         for name, doc in documents.items():
             (save_dir / name).write_text(json.dumps(doc, indent=1) + "\n")
-    return from_documents(documents, url, str(window))
+    return data
 
 
-def fetch_documents(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: float = 10.0) -> dict[str, Any]:
-    """The responses :func:`fetch` reads, keyed by the file names of the saved layout."""
+def fetch_documents(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: float = 10.0,
+                    deadline: Deadline | None = None) -> dict[str, Any]:
+    """The responses :func:`fetch` reads, keyed by the file names of the saved layout; each
+    request within ``timeout`` s and all of them by ``deadline``. A topology page for another
+    topology than ``topology_id`` is refused (component pages are checked against it by
+    :func:`parse_component`)."""
     window = str(window)
     if window not in WINDOWS:
         raise InputError(f"--window: {window!r} is not one of {', '.join(WINDOWS)}")
     base = url.rstrip("/")
     topo_url = f"{base}/api/v1/topology/{quote(topology_id, safe='')}"
     query = f"window={quote(window, safe='')}"
-    documents: dict[str, Any] = {TOPOLOGY_FILE: _get_json(f"{topo_url}?{query}&sys=1", timeout)}
+    documents: dict[str, Any] = {TOPOLOGY_FILE: _get_json(f"{topo_url}?{query}&sys=1", timeout, deadline)}
     topo = parse_topology(documents[TOPOLOGY_FILE], f"{topo_url}?{query}&sys=1")
+    if topo["id"] != topology_id:
+        raise InputError(f"{topo_url}?{query}&sys=1.id: the answer is for topology {topo['id']!r}, "
+                         f"not the one asked for ({topology_id!r})")
     try:
-        documents[SUPERVISORS_FILE] = _get_json(f"{base}/api/v1/supervisor/summary", timeout)
+        documents[SUPERVISORS_FILE] = _get_json(f"{base}/api/v1/supervisor/summary", timeout, deadline)
     except HTTPStatusError:
         pass  # optional: slots and CPU then take their defaults
     for component in topo["components"]:
         sys_flag = 1 if is_system(component.name) else 0
         page_url = f"{topo_url}/component/{quote(component.name, safe='')}?{query}&sys={sys_flag}"
-        documents[component_file(component.name)] = _get_json(page_url, timeout)
+        documents[component_file(component.name)] = _get_json(page_url, timeout, deadline)
     return documents
 
 
-def _get_json(url: str, timeout: float) -> Any:
-    return get_json(url, timeout, "Storm UI", _storm_error)
+def _get_json(url: str, timeout: float, deadline: Deadline | None) -> Any:
+    return get_json(url, timeout, "Storm UI", _storm_error, deadline)
 
 
 def _storm_error(body: Any) -> str:
