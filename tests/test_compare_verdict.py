@@ -5,6 +5,8 @@ reduction in traffic and the change in predicted throughput (docs/evaluation.md 
 
 from __future__ import annotations
 
+import math
+
 import json
 from html import escape as html_escape
 
@@ -17,7 +19,7 @@ from streamsched.evaluation.comparison import Outcome, add_prediction, placement
 from streamsched.workloads import cluster as build_cluster, workload as build_graph
 from streamsched import performance
 from streamsched.performance import ModelParams, predict, regime
-from streamsched.evaluation.verdict import PRESET, fmt, model_error, verdict
+from streamsched.evaluation.verdict import PRESET, fmt, model_error, time_class, verdict
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
@@ -272,6 +274,19 @@ def test_a_tie_goes_to_the_fastest_when_nothing_is_proven():
     assert "No optimality claimed for optimal (not proven: bound 0, gap 100.0 %)" in result["text"]
     assert result["text"].endswith("Baseline: even (Storm's default)") and result["baseline"] == "even"
     assert result["throughput_tps"]["best"] == 5978.0  # the figures are the recommended row's
+
+
+def test_a_tie_between_schedulers_of_like_speed_does_not_depend_on_the_machines_load():
+    """Wall times within one order of magnitude (0.02 s and 0.05 s, either way round, as a busy
+    machine may swap them) leave the choice to traffic: the lower-traffic row, every time."""
+    for fast, slow in ((0.02, 0.05), (0.05, 0.02)):
+        rows = demo_rows("feasible", 5980.4)
+        rows[0]["wall_time_s"], rows[1]["wall_time_s"] = fast, slow  # optimal (4,962), i-scheduler (5,978)
+        result = verdict(rows, error=0.13, error_source="hand")
+        assert result["recommended"] == "optimal"
+        assert ("it was the fastest" in result["text"]) == (fast < slow)
+    assert [time_class({"wall_time_s": t}) for t in (0.001, 0.01, 0.099, 0.1, 9.6, None)] == \
+        [-2.0, -2.0, -2.0, -1.0, 0.0, math.inf]
 
 
 def test_a_tie_goes_to_the_proven_placement():

@@ -174,8 +174,10 @@ def recommend(placed: list[dict[str, Any]], error: float) -> tuple[dict[str, Any
 
     Rows whose predicted throughput is within ``error`` of the highest prediction, and the
     lowest-traffic row, are tied when there are two or more: the model cannot tell them apart.
-    A tie goes to a proven placement (lowest traffic first), then to the fastest (scheduler
-    wall time). Without a tie (or predictions) the lowest-traffic row is the one to use.
+    A tie goes to a proven placement (lowest traffic first), then to the fastest: scheduler wall
+    times compared by their order of magnitude (:func:`time_class`), so that the load of the
+    machine does not change the answer between two schedulers of like speed; within one order,
+    the lowest traffic. Without a tie (or predictions) the lowest-traffic row is the one to use.
     """
     best = placed[0]
     predicted = [r for r in placed if _throughput(r) is not None]
@@ -185,8 +187,16 @@ def recommend(placed: list[dict[str, Any]], error: float) -> tuple[dict[str, Any
     tied = [r for r in predicted if _throughput(r) > 0 and top / _throughput(r) - 1.0 <= error]
     if best not in tied or len(tied) < 2:
         return best, []
-    wall = lambda r: r.get("wall_time_s") if isinstance(r.get("wall_time_s"), (int, float)) else math.inf
-    return min(tied, key=lambda r: (not proven(r), wall(r) if not proven(r) else 0.0, placed.index(r))), tied
+    return min(tied, key=lambda r: (not proven(r), time_class(r) if not proven(r) else 0.0, placed.index(r))), tied
+
+
+def time_class(row: dict[str, Any]) -> float:
+    """The order of magnitude of a row's scheduler wall time (``floor(log10 s)``; below 10 ms
+    all alike, none known last): 0.09 s and 9.6 s differ, 0.02 s and 0.05 s do not."""
+    wall = row.get("wall_time_s")
+    if not isinstance(wall, (int, float)) or not math.isfinite(wall) or wall < 0:
+        return math.inf
+    return float(math.floor(math.log10(max(wall, 0.01))))
 
 
 def _text(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
@@ -196,9 +206,14 @@ def _text(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
     name, band = best["scheduler"], f"±{100 * error:.0f} %"
     others = [t for t in v["tie"] if t != name]
     if others:
+        walls = [r.get("wall_time_s") for r, _ in predicted if r["scheduler"] in v["tie"]]
+        fastest = best.get("wall_time_s") is not None and all(
+            w is None or best["wall_time_s"] <= w for w in walls)
         why = "proven optimal" if proven(best) else (
-            f"none is proven optimal, and it was the fastest ({fmt(float(best['wall_time_s']))} s)"
-            if best.get("wall_time_s") is not None else "none is proven optimal")
+            f"none is proven optimal, and it was the fastest ({fmt(float(best['wall_time_s']))} s)" if fastest else
+            f"none is proven optimal, and it was as fast as any in order of magnitude "
+            f"({fmt(float(best['wall_time_s']))} s) with the least traffic" if best.get("wall_time_s") is not None
+            else "none is proven optimal")
         line += (f". Tie within the model's error ({band}) with {', '.join(others)}: {name} is "
                  f"recommended because {why}")
     unproven = [f"{s} ({text})" for s, text in v["proof"].items() if text != "proven optimal"]
