@@ -158,21 +158,10 @@ def measure(rest: FlinkRest, job_id: str, windows: int, seconds: float, warmup: 
             "graph": graph_doc(reading), "_reading": reading}
 
 
-def wait_flowing(url: str, job_id: str, timeout: float = 120.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        job = _get(f"{url}/jobs/{job_id}")
-        if job["state"] == "RUNNING" and all(v["status"] == "RUNNING" for v in job["vertices"]) \
-                and all(v["metrics"].get("read-records", 0) > 0 for v in job["vertices"][1:]):
-            return
-        time.sleep(0.5)
-    raise RuntimeError(f"job {job_id} did not flow within {timeout:g} s")
-
-
 def submit(cluster: local.LocalFlink) -> str:
     job_id = local.submit_example(cluster.url, cluster.logs, rate=RATE, record_bytes=RECORD_BYTES,
                                   parallelism=PARALLELISM, source_parallelism=SOURCES, keys=KEYS)
-    wait_flowing(cluster.url, job_id)
+    local.wait_flowing(cluster.url, job_id)
     return job_id
 
 

@@ -82,22 +82,11 @@ def _slot_loads(url: str, job_id: str, timeout: float = 15.0) -> dict[tuple[str,
         time.sleep(0.5)
 
 
-def _wait_flowing(url: str, job_id: str, timeout: float = 90.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        job = _get(f"{url}/jobs/{job_id}")
-        if job["state"] == "RUNNING" and all(v["status"] == "RUNNING" for v in job["vertices"]) \
-                and all(v["metrics"].get("read-records", 0) > 0 for v in job["vertices"][1:]):
-            return
-        time.sleep(0.5)
-    pytest.fail(f"example job {job_id} did not flow within {timeout:g} s")
-
-
 @pytest.fixture(scope="module")
 def example_job(flink_cluster):
     """The example job, flowing; cancelled (its slots returned) when the module ends."""
     job_id = local.submit_example(flink_cluster.url, flink_cluster.logs, rate=2000, record_bytes=500)
-    _wait_flowing(flink_cluster.url, job_id)
+    local.wait_flowing(flink_cluster.url, job_id)
     try:
         yield job_id
     finally:
