@@ -243,6 +243,8 @@ def test_demo_checks_the_cluster_before_starting_spark(tmp_path, capsys, monkeyp
     assert code == 2 and "theta" in err and err.count("\n") == 1
     code, _, err = run(capsys, "demo", "--model", "no-such-set", "--out", str(out))
     assert code == 2 and "no-such-set" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "demo", "--plan-format", "yarn", "--out", str(out))
+    assert code == 2 and "--plan-format 'yarn'" in err and err.count("\n") == 1
     assert not out.exists()
 
 

@@ -351,8 +351,10 @@ PlanFormatOpt = typer.Option("storm", "--plan-format", help="the recommended pla
                              "kubernetes")
 
 
-def _job_checks(schedulers: str, param: Optional[list[str]], model: str, nodes):
-    """Scheduler names, parameters and the model set, checked before Spark starts (exit 2)."""
+def _job_checks(schedulers: str, param: Optional[list[str]], model: str, nodes, plan_format: str):
+    """Scheduler names, parameters, the model set and the plan format, checked before Spark
+    starts (exit 2)."""
+    from streamsched.engines.exports import FORMATS
     from streamsched.evaluation.comparison import resolve_names
     from streamsched.performance import regime
     from streamsched.schedulers import scheduler_class
@@ -365,6 +367,8 @@ def _job_checks(schedulers: str, param: Optional[list[str]], model: str, nodes):
         scheduler_class(name)(**{k: v for k, v in params.items()
                                  if k in {p.name for p in scheduler_class(name).params}}).resolved_params()
     regime(model)
+    if plan_format not in FORMATS:
+        raise InputError(f"--plan-format {plan_format!r}: not one of {', '.join(FORMATS)}")
     return names, params
 
 
@@ -400,7 +404,7 @@ def run_main_job(
     from streamsched import job, resolve
 
     nodes = resolve.cluster(cluster)
-    names, params = _job_checks(schedulers, param, model, nodes)
+    names, params = _job_checks(schedulers, param, model, nodes, plan_format)
     with err_console.status("running the main job") as status:
         result = job.run_job(_spark(master), paths, out, nodes, names, params, seed, model, window, plan_format,
                              on_start=lambda n: status.update(f"running {n}"))
@@ -435,7 +439,7 @@ def demo(
     from streamsched.schedulers.base import check_fits
 
     nodes = resolve.cluster(cluster)
-    names, params = _job_checks(schedulers, param, model, nodes)
+    names, params = _job_checks(schedulers, param, model, nodes, plan_format)
     check_fits(workloads.workload(workload, seed), nodes)  # exit 3 before Spark when it cannot fit
     if flink:
         from streamsched.schedulers import get_scheduler
