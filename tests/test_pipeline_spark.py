@@ -258,7 +258,7 @@ def test_the_main_job_is_one_call_from_monitoring_data_to_plan(spark_small, tmp_
 
     out = tmp_path / "demo"
     assert main(["demo", "-w", "diamond-12", "-c", "homogeneous-10", "--schedulers", "even,metis,i-scheduler",
-                 "--model", "default", "--rows", "640", "--out", str(out), "--json"]) == 0
+                 "--model", "default", "--rows", "640", "--no-flink", "--out", str(out), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     snapshot = list_snapshots(out / "store", "diamond-12")
     assert [str(s) for s in snapshot] == [result["snapshot"]]

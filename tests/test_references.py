@@ -13,7 +13,7 @@ import streamsched
 
 ROOT = Path(streamsched.__file__).parent
 SCHEDULERS = sorted(p for p in (ROOT / "schedulers").glob("*.py")
-                    if p.stem not in ("__init__", "registry") and not p.stem.startswith("_"))
+                    if p.stem not in ("__init__", "registry", "limits") and not p.stem.startswith("_"))
 OTHER_ALGORITHMS = [ROOT / "edge" / f"{name}.py" for name in
                     ("adapter", "deployment", "ga", "model", "rebalance", "simulation", "topset", "workloads")]
 OTHER_ALGORITHMS += [ROOT / "partitioning" / f"{name}.py" for name in ("backends", "balance", "workers")]

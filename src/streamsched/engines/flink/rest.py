@@ -154,7 +154,12 @@ def _read_job(rest: FlinkRest, job_id: str, job: Any) -> dict[str, Any]:
     return documents
 
 
-def capture_live(url: str, job_id: str | None = None, window_s: float = 10.0, timeout: float = 10.0,
+#: Seconds a whole live read may take by default (``read-engine flink --timeout``): the window,
+#: the wait for the JobManager's next metrics fetch (10 s by default) and the documents.
+READ_TIMEOUT_S = 60.0
+
+
+def capture_live(url: str, job_id: str | None = None, window_s: float = 10.0, timeout: float = READ_TIMEOUT_S,
                  poll_s: float = 0.2, save_dir: str | Path | None = None) -> Capture:
     """Snapshots of a running job: one, or two ``window_s`` apart (``window_s`` > 0, the
     default: rates from counter differences). ``job_id`` defaults to the only running job;
@@ -180,7 +185,7 @@ def capture_live(url: str, job_id: str | None = None, window_s: float = 10.0, ti
 
 
 def read(url: str | None = None, job_id: str | None = None, directory: str | Path | None = None,
-         window_s: float = 10.0, timeout: float = 10.0, node_by: str = "taskmanager",
+         window_s: float = 10.0, timeout: float = READ_TIMEOUT_S, node_by: str = "taskmanager",
          save_dir: str | Path | None = None) -> FlinkReading:
     """A live JobManager (``url``, ``job_id`` optional) or a saved capture (``directory``)."""
     if (url is None) == (directory is None):
