@@ -588,3 +588,12 @@ def test_staged_directory_replaces_entries_of_an_existing_directory(tmp_path):
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
         "graph.json", "mine.txt", "storm-ui", "storm-ui/topology.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_apply_flink_refuses_a_job_id_that_is_no_flink_jobid_before_any_request():
+    """The job id names the plan and status files in the plugin's directory: ``../x`` (from a
+    user or a server) is refused in one line before anything is read or written."""
+    from streamsched.engines.flink.apply import apply
+
+    with pytest.raises(InputError, match=r"^job id '\.\./\.\./x': not a Flink JobID"):
+        apply("http://127.0.0.1:9", "unused.json", job_id="../../x")

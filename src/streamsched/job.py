@@ -223,7 +223,7 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", task
         plan = out / "flink-plan.json"
         placement.write(plan, before.graph, before.cluster)
         log(f"applying {scheduler}'s placement")
-        applied = flink_apply.apply(cluster.url, plan, job_id=job_id, window_s=window_s, log=log)
+        applied = flink_apply.apply(cluster.url, plan, job_id=job_id, window_s=window_s, log=log, before=before)
         after = read(url=cluster.url, job_id=job_id, window_s=window_s)
     finally:
         local.stop(cluster.base)

@@ -335,11 +335,7 @@ def assignment_model(problem: PlacementProblem, sym: Symmetry) -> Milp:
                          shape=(n_rows, n_x + n_y))
     integer = np.r_[np.ones(n_x, dtype=bool), np.zeros(n_y, dtype=bool)]
 
-    def decode(x: np.ndarray) -> np.ndarray:
-        chosen = np.flatnonzero(np.round(x[:n_x]) > 0.5)
-        assignment = np.full(n, -1, dtype=np.int64)
-        assignment[item_idx[chosen]] = node_idx[chosen]
-        return assignment
+    decode = _item_node_decoder(item_idx, node_idx, n)
 
     def encode(assignment: np.ndarray) -> np.ndarray | None:
         canonical = canonical_assignment(assignment, sym)
@@ -356,6 +352,20 @@ def assignment_model(problem: PlacementProblem, sym: Symmetry) -> Milp:
         integer=integer, rows=rows, row_lower=np.concatenate(lowers), row_upper=np.concatenate(uppers),
         decode=decode, encode=encode, integral_objective=_integral(weights),
     )
+
+
+def _item_node_decoder(item_idx: np.ndarray, node_idx: np.ndarray, n: int):
+    """The assignment a solution of one 0/1 variable per allowed (item, node) encodes: its first
+    ``item_idx.size`` entries (the assignment and cut models)."""
+    n_x = item_idx.size
+
+    def decode(x: np.ndarray) -> np.ndarray:
+        chosen = np.flatnonzero(np.round(x[:n_x]) > 0.5)
+        assignment = np.full(n, -1, dtype=np.int64)
+        assignment[item_idx[chosen]] = node_idx[chosen]
+        return assignment
+
+    return decode
 
 
 def cut_model(problem: PlacementProblem) -> Milp:
@@ -396,11 +406,7 @@ def cut_model(problem: PlacementProblem) -> Milp:
                           (np.concatenate([b[0] + s0 for b, s0 in zip(blocks, starts)]),
                            np.concatenate([b[1] for b in blocks]))), shape=(int(starts[-1]), n_x + n_pairs))
 
-    def decode(x: np.ndarray) -> np.ndarray:
-        chosen = np.flatnonzero(np.round(x[:n_x]) > 0.5)
-        assignment = np.full(n, -1, dtype=np.int64)
-        assignment[item_idx[chosen]] = node_idx[chosen]
-        return assignment
+    decode = _item_node_decoder(item_idx, node_idx, n)
 
     def encode(assignment: np.ndarray) -> np.ndarray | None:
         assignment = np.asarray(assignment, dtype=np.int64)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -38,6 +39,7 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from streamsched import metrics
+from streamsched.engines.flink.documents import FlinkReading
 from streamsched.engines.flink.estimate import read_capture
 from streamsched.engines.flink.plugin import PLAN_ENVIRONMENT, PLAN_PROPERTY
 from streamsched.engines.flink.rest import FlinkRest, capture_live
@@ -54,6 +56,10 @@ CONTROL_NOTE = (
     "slot sharing groups, chaining, parallelism, and, with local recovery on, Flink's StateLocalitySlotAssigner "
     "replaces the plugin on restarts."
 )
+
+
+#: Flink's JobID as the REST API writes it (16 bytes in hexadecimal).
+JOB_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class ApplyError(StreamschedError):
@@ -258,14 +264,17 @@ def _status(location: str | None, job_id: str) -> dict[str, Any] | None:
 
 def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_location: str | None = None,
           settle_s: float = 10.0, window_s: float = 10.0, timeout_s: float = 180.0,
-          log: Callable[[str], None] = lambda _m: None) -> ApplyResult:
+          log: Callable[[str], None] = lambda _m: None, before: FlinkReading | None = None) -> ApplyResult:
     """Apply a streamsched placement to a running job (module docstring). ``plan_location``
     defaults to the JobManager's ``-Dstreamsched.flink.placement``; it must be a directory this
-    process can write and the JobManager can read."""
+    process can write and the JobManager can read. ``before``: a reading of this job the caller
+    just took (the graph the placement was made for), so the job is not read twice."""
     from streamsched.engines.flink.rest import running_job
 
     rest = FlinkRest(url)
     job_id = job_id or running_job(rest)
+    if not JOB_ID.fullmatch(job_id):  # it names the plan and status files: never a path
+        raise InputError(f"job id {job_id!r}: not a Flink JobID (32 hexadecimal digits)")
     view = job_view(rest, job_id)
     if view.state != "RUNNING":
         raise InputError(f"job {job_id} ({view.name}) is {view.state}, not RUNNING: nothing to apply to")
@@ -280,8 +289,9 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
     if not Path(location).is_dir():
         raise InputError(f"--plan-location {location}: not a directory here (the JobManager's plan directory "
                          f"must be visible to this command)")
-    log(f"reading job {job_id} ({view.name}) for {window_s:g} s")
-    before = read_capture(capture_live(rest.url, job_id, window_s=window_s))
+    if before is None or before.report.get("job_id") != job_id:
+        log(f"reading job {job_id} ({view.name}) for {window_s:g} s")
+        before = read_capture(capture_live(rest.url, job_id, window_s=window_s))
     targets, placement = placement_targets(placement_file, before, view)
     for v in view.vertices:
         if v["id"] not in targets:
