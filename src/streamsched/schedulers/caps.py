@@ -98,29 +98,61 @@ class SearchResult:
 
 
 class _Search:
-    """One CAPS search under fixed thresholds (steps 2-4 of the module docstring)."""
+    """One CAPS search under fixed thresholds (steps 2-4 of the module docstring), with plain
+    Python numbers on the hot path.
+
+    CAPS's rule is kept exactly: a node's compute, state and network only grow as operators are
+    added, so a branch is cut where a node exceeds a threshold, and every complete plan within
+    the thresholds stays reachable. Two sound look-aheads cut branches that cannot be completed
+    within them (CAPS explores these until they fail): a node that must still take ``m`` of the
+    remaining tasks (the others' free slots cannot hold them all) ends at least at its cost plus
+    the ``m`` cheapest remaining tasks'; and the remaining compute (state) must fit in what the
+    nodes can still take, each at most its room under the threshold and at most its free
+    slots' worth of the costliest remaining tasks. Counts are tried from the node's share of the
+    operator in proportion to its compute room outwards, so the first plan is a balanced one.
+    """
 
     def __init__(self, profile: ContentionProfile, limits: np.ndarray, limit: np.ndarray,
                  work_limit: int, first_only: bool):
-        self.profile = profile
-        self.cost = profile.cost.tolist()
-        self.par = list(profile.parallelism)
-        self.down = [list(d) for d in profile.downstream]
-        self.up = [list(u) for u in profile.upstream]
-        self.kind = list(profile.outbound)
+        self.cost = [tuple(float(x) for x in row) for row in profile.cost.tolist()]
+        self.par = [int(p) for p in profile.parallelism]
+        self.down = [tuple(d) for d in profile.downstream]
+        self.up = [tuple(u) for u in profile.upstream]
+        self.forward = [kind == "FORWARD" for kind in profile.outbound]
         self.cap = [int(x) for x in limits]
         self.limit = [float(x) for x in limit]
         self.work_limit = int(work_limit)
         self.first_only = first_only
-        n_nodes = len(self.cap)
-        self.order = sorted(range(profile.n_operators), key=lambda o: -self.cost[o][0])
-        self.counts = [[0] * n_nodes for _ in self.par]
+        n_nodes, n_ops = len(self.cap), len(self.par)
+        self.order = sorted(range(n_ops), key=lambda o: -self.cost[o][0])
+        self.counts = [[0] * n_nodes for _ in range(n_ops)]
         self.used = [0] * n_nodes
         self.res = [[0.0, 0.0, 0.0] for _ in range(n_nodes)]
-        self.placed = [False] * profile.n_operators
+        self.placed = [False] * n_ops
         self.result = SearchResult()
         self.started = time.perf_counter()
         self.stop = False
+        self.work = 0
+        # look-ahead tables per level L (operators order[L:] left): tasks, free slots, and per
+        # dimension (compute, state) the total and the prefix sums of the costliest / cheapest
+        self.tasks_left, self.free_left, self.total, self.top, self.low = [], [], [], [], []
+        slots = sum(self.cap)
+        for level in range(n_ops + 1):
+            rest = self.order[level:]
+            n_left = sum(self.par[o] for o in rest)
+            self.tasks_left.append(n_left)
+            self.free_left.append(slots - (sum(self.par) - n_left))
+            totals, tops, lows = [], [], []
+            for dim in (0, 1):
+                values = sorted(self.cost[o][dim] for o in rest for _ in range(self.par[o]))
+                lows.append(_prefix(values))
+                tops.append(_prefix(values[::-1]))
+                totals.append(sum(values))
+            self.total.append(totals)
+            self.top.append(tops)
+            self.low.append(lows)
+        # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
+        self.eps = [1e-9 * max(1.0, abs(x)) if x != float("inf") else 0.0 for x in self.limit]
 
     def run(self) -> SearchResult:
         depth = len(self.par) * (len(self.cap) + 2) + 100
@@ -130,8 +162,11 @@ class _Search:
             self._outer(0)
         finally:
             sys.setrecursionlimit(old)
-        self.result.exhausted = not self.stop
-        return self.result
+        result = self.result
+        result.work = self.work
+        result.exhausted = not self.stop
+        result.plans = [(np.array(cost), np.array(counts, dtype=np.int64)) for cost, counts in result.plans]
+        return result
 
     # ---------------------------------------------------------------- outer / inner
     def _outer(self, level: int) -> None:
@@ -139,57 +174,120 @@ class _Search:
             self._record()
             return
         o = self.order[level]
-        nodes = sorted(range(len(self.cap)), key=lambda k: (-self.res[k][0], self._key(k), k))
-        keys = [self._key(k) for k in nodes]
-        free_after = [0] * (len(nodes) + 1)
-        for i in range(len(nodes) - 1, -1, -1):
-            k = nodes[i]
-            free_after[i] = free_after[i + 1] + self.cap[k] - self.used[k]
-        self._inner(level, o, nodes, keys, 0, self.par[o], free_after, 0)
+        n_nodes = len(self.cap)
+        keys = [(self.cap[k] - self.used[k], tuple(row[k] for row in self.counts)) for k in range(n_nodes)]
+        nodes = sorted(range(n_nodes), key=lambda k: (-self.res[k][0], keys[k], k))
+        keys = [keys[k] for k in nodes]
+        free = [self.cap[k] - self.used[k] for k in nodes]
+        free_after = [0] * (n_nodes + 1)
+        for i in range(n_nodes - 1, -1, -1):
+            free_after[i] = free_after[i + 1] + free[i]
+        # what the nodes not yet given o's tasks can absorb (level L's tasks: o's and the later)
+        lim_c, lim_s = self.limit[0], self.limit[1]
+        top_c, top_s = self.top[level]
+        room = [lim_c - self.res[k][0] for k in nodes]
+        absorb_c = [0.0] * (n_nodes + 1)
+        absorb_s = [0.0] * (n_nodes + 1)
+        for i in range(n_nodes - 1, -1, -1):
+            k, f = nodes[i], min(free[i], len(top_c) - 1)
+            absorb_c[i] = absorb_c[i + 1] + min(room[i], top_c[f])
+            absorb_s[i] = absorb_s[i + 1] + min(lim_s - self.res[k][1], top_s[f])
+        # counts are tried from o's share in proportion to the node's compute room (free slots
+        # without a compute threshold)
+        share = [max(r, 0.0) for r in room] if lim_c != float("inf") else [float(f) for f in free]
+        room_after = [0.0] * (n_nodes + 1)
+        for i in range(n_nodes - 1, -1, -1):
+            room_after[i] = room_after[i + 1] + share[i]
+        # network added on a node by o's tasks towards its placed downstream operators
+        links = [(d, self.par[d]) for d in self.down[o] if self.placed[d]]
+        self._inner(level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links,
+                    0, self.par[o], 0, 0.0, 0.0)
 
-    def _key(self, k: int) -> tuple:
-        return (self.cap[k] - self.used[k], tuple(row[k] for row in self.counts))
+    def _added(self, o: int, k: int, num: int, links) -> float:
+        net, added = self.cost[o][2], 0.0
+        for d, p in links:
+            n_d = self.counts[d][k]
+            if self.forward[o]:
+                added += net * max(0, num - n_d)
+            else:
+                added += net * num * (1.0 - n_d / p)
+        return added
 
-    def _inner(self, level: int, o: int, nodes: list[int], keys: list[tuple], i: int, left: int,
-               free_after: list[int], base: int) -> None:
-        """Node ``nodes[i]`` gets 0.. of o's ``left`` tasks; ``keys`` are the nodes' contents
-        before o, ``base`` the previous node's count (symmetric nodes: non-decreasing)."""
-        if self.stop:
-            return
-        if i == len(nodes):
-            if left == 0:
+    def _inner(self, level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links,
+               i, left, base, fixed_c, fixed_s) -> None:
+        """Node ``nodes[i]`` gets some of o's ``left`` tasks; ``keys`` are the nodes' contents
+        before o, ``base`` the previous node's count (symmetric nodes: non-decreasing);
+        ``fixed_c``/``fixed_s`` what the nodes before i can still absorb of the later tasks."""
+        same = 0 < i < len(nodes) and keys[i - 1] == keys[i]
+        if left == 0:
+            if not (same and base > 0):  # CAPS's corner case: a twin of the last node would get 0
                 self._close(level, o)
             return
         k = nodes[i]
-        same = i > 0 and keys[i - 1] == keys[i]
-        free = self.cap[k] - self.used[k]
-        at_most = min(left, free)
+        at_most = min(left, free[i])
         at_least = max(0, left - free_after[i + 1])
         if same:
             if at_most < base:
                 return
             at_least = max(at_least, base)
-        c, s, net = self.cost[o]
-        res, lim = self.res[k], self.limit
-        for num in range(at_least, at_most + 1):
-            self.result.work += 1
-            if self.result.work > self.work_limit:
+        c, s, _ = self.cost[o]
+        res = self.res[k]
+        lim_c, lim_s, lim_n = self.limit
+        # CAPS's threshold rule: counts from at_least up until a node's cost exceeds a threshold
+        hi = at_most
+        if c > 0:
+            hi = min(hi, _most(res[0], c, lim_c, hi))
+        if s > 0:
+            hi = min(hi, _most(res[1], s, lim_s, hi))
+        if links and hi >= at_least and res[2] + self._added(o, k, hi, links) > lim_n:
+            lo_ok, hi_bad = at_least - 1, hi
+            while hi_bad - lo_ok > 1:
+                mid = (lo_ok + hi_bad) // 2
+                if res[2] + self._added(o, k, mid, links) > lim_n:
+                    hi_bad = mid
+                else:
+                    lo_ok = mid
+            hi = lo_ok
+        if hi < at_least:
+            self.work += 1
+            return
+        # look-ahead tables of the level after o
+        nxt = level + 1
+        tasks_next, free_next = self.tasks_left[nxt], self.free_left[nxt]
+        top_c, top_s = self.top[nxt]
+        low_c, low_s = self.low[nxt]
+        need_c, need_s = self.total[nxt]
+        eps_c, eps_s = self.eps[0], self.eps[1]
+        weight = room_after[i]
+        target = round(left * share[i] / weight) if weight > 0 else round(left / (len(nodes) - i))
+        counts_o, used, stop_at = self.counts[o], self.used, self.work_limit
+        for num in _outward(min(max(target, at_least), hi), at_least, hi):
+            self.work += 1
+            if self.work > stop_at:
                 self.stop = True
                 return
-            added = 0.0
-            for d in self.down[o]:
-                if self.placed[d]:
-                    added += self._remote(o, d, num, self.counts[d][k])
-            if res[0] + c * num > lim[0] or res[1] + s * num > lim[1] or res[2] + added > lim[2]:
-                break
-            res[0] += c * num
-            res[1] += s * num
+            cost_c, cost_s = res[0] + c * num, res[1] + s * num
+            f = free[i] - num
+            must = tasks_next - (free_next - f)
+            if must > 0 and (cost_c + low_c[must] > lim_c + eps_c or cost_s + low_s[must] > lim_s + eps_s):
+                continue
+            f = min(f, tasks_next)
+            now_c = fixed_c + min(lim_c - cost_c, top_c[f])
+            now_s = fixed_s + min(lim_s - cost_s, top_s[f])
+            rest = left - num
+            if (now_c + absorb_c[i + 1] + eps_c < rest * c + need_c
+                    or now_s + absorb_s[i + 1] + eps_s < rest * s + need_s):
+                continue
+            added = self._added(o, k, num, links) if links else 0.0
+            res[0] = cost_c
+            res[1] = cost_s
             res[2] += added
-            self.counts[o][k] = num
-            self.used[k] += num
-            self._inner(level, o, nodes, keys, i + 1, left - num, free_after, num)
-            self.used[k] -= num
-            self.counts[o][k] = 0
+            counts_o[k] = num
+            used[k] += num
+            self._inner(level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links,
+                        i + 1, rest, num, now_c, now_s)
+            used[k] -= num
+            counts_o[k] = 0
             res[0] -= c * num
             res[1] -= s * num
             res[2] -= added
@@ -198,42 +296,77 @@ class _Search:
 
     def _remote(self, o: int, d: int, n_o: int, n_d: int) -> float:
         """Network cost of o's ``n_o`` tasks towards d on a node with ``n_d`` d tasks."""
-        if self.kind[o] == "FORWARD":
+        if self.forward[o]:
             return self.cost[o][2] * max(0, n_o - n_d)
         return self.cost[o][2] * n_o * (1.0 - n_d / self.par[d])
 
     def _close(self, level: int, o: int) -> None:
         """All of o's tasks are placed: charge the links from placed upstream operators."""
-        extra = [0.0] * len(self.cap)
-        for u in self.up[o]:
-            if self.placed[u]:
-                for k in range(len(self.cap)):
-                    extra[k] += self._remote(u, o, self.counts[u][k], self.counts[o][k])
-        for k in range(len(self.cap)):
-            if self.res[k][2] + extra[k] > self.limit[2]:
-                return
-        for k in range(len(self.cap)):
-            self.res[k][2] += extra[k]
+        n_nodes = len(self.cap)
+        extra = [0.0] * n_nodes
+        ups = [u for u in self.up[o] if self.placed[u]]
+        if ups:
+            for k in range(n_nodes):
+                n_o = self.counts[o][k]
+                for u in ups:
+                    extra[k] += self._remote(u, o, self.counts[u][k], n_o)
+                if self.res[k][2] + extra[k] > self.limit[2]:
+                    return
+            for k in range(n_nodes):
+                self.res[k][2] += extra[k]
         self.placed[o] = True
         self._outer(level + 1)
         self.placed[o] = False
-        for k in range(len(self.cap)):
-            self.res[k][2] -= extra[k]
+        if ups:
+            for k in range(n_nodes):
+                self.res[k][2] -= extra[k]
 
     def _record(self) -> None:
         result = self.result
         result.found += 1
         if result.work_to_first is None:
-            result.work_to_first = result.work
+            result.work_to_first = self.work
             result.seconds_to_first = time.perf_counter() - self.started
-        cost = np.array(self.res).max(axis=0)
-        if any(np.all(p <= cost) for p, _ in result.plans):
-            pass  # dominated by or equal to a kept plan
-        else:
-            result.plans = [(p, c) for p, c in result.plans if not np.all(cost <= p)]
-            result.plans.append((cost, np.array(self.counts, dtype=np.int64)))
+        cost = tuple(max(r[d] for r in self.res) for d in range(3))
+        if not any(all(p[d] <= cost[d] for d in range(3)) for p, _ in result.plans):
+            result.plans = [(p, c) for p, c in result.plans if not all(cost[d] <= p[d] for d in range(3))]
+            result.plans.append((cost, [row[:] for row in self.counts]))
         if self.first_only:
             self.stop = True
+
+
+def _prefix(values: list[float]) -> list[float]:
+    out, total = [0.0], 0.0
+    for v in values:
+        total += v
+        out.append(total)
+    return out
+
+
+def _most(have: float, per: float, limit: float, at_most: int) -> int:
+    """Largest ``n <= at_most`` with ``have + per * n <= limit`` (CAPS's float test), -1 if none."""
+    if have > limit:
+        return -1
+    if limit == float("inf"):
+        return at_most
+    n = min(at_most, int((limit - have) / per))
+    while n >= 0 and have + per * n > limit:
+        n -= 1
+    while n < at_most and have + per * (n + 1) <= limit:
+        n += 1
+    return n
+
+
+def _outward(start: int, lo: int, hi: int):
+    """``start``, then alternately above and below it, within ``[lo, hi]``."""
+    yield start
+    step = 1
+    while start + step <= hi or start - step >= lo:
+        if start + step <= hi:
+            yield start + step
+        if start - step >= lo:
+            yield start - step
+        step += 1
 
 
 def search(profile: ContentionProfile, limits: np.ndarray, alpha, work_limit: int,
