@@ -38,9 +38,11 @@ References
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -66,23 +68,28 @@ def node_limits(graph: TaskGraph, cluster: Cluster) -> np.ndarray:
 def threshold_bases(profile: ContentionProfile, n_nodes: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) per dimension (CAPS's ``CalculateThreshold``): low = total / nodes (network
     0); high = one node of ``slots`` tasks filled with the costliest tasks first."""
-    p = np.asarray(profile.parallelism, dtype=np.float64)
-    low = (profile.cost * p[:, None]).sum(axis=0) / n_nodes
-    low[2] = 0.0
-    high = np.zeros(3)
+    cost, par = profile.cost.tolist(), list(profile.parallelism)
+    low = [sum(row[k] * p for row, p in zip(cost, par)) / n_nodes for k in range(2)] + [0.0]
+    high = []
     for k in range(3):
-        left = slots
-        for o in np.argsort(-profile.cost[:, k], kind="stable"):
-            take = min(left, int(p[o]))
-            high[k] += profile.cost[o, k] * take
+        total, left = 0.0, slots
+        for o in sorted(range(len(par)), key=lambda o: -cost[o][k]):
+            take = min(left, par[o])
+            total += cost[o][k] * take
             left -= take
             if left <= 0:
                 break
-    return low, high
+        high.append(total)
+    return np.array(low), np.array(high)
 
 
 def thresholds(low: np.ndarray, high: np.ndarray, alpha) -> np.ndarray:
-    return np.round(low + (high - low) * np.asarray(alpha, dtype=np.float64), 5)
+    """``low + alpha x (high - low)`` rounded to 5 decimals half away from zero (Go's ``math.Round``)."""
+    out = []
+    for lo, hi, a in zip(low.tolist(), high.tolist(), [float(x) for x in alpha]):
+        x = lo + (hi - lo) * a
+        out.append(math.copysign(math.floor(abs(x) * 1e5 + 0.5) / 1e5, x) if math.isfinite(x) else x)
+    return np.array(out)
 
 
 @dataclass
@@ -112,47 +119,47 @@ class _Search:
     operator in proportion to its compute room outwards, so the first plan is a balanced one.
     """
 
-    def __init__(self, profile: ContentionProfile, limits: np.ndarray, limit: np.ndarray,
-                 work_limit: int, first_only: bool):
-        self.cost = [tuple(float(x) for x in row) for row in profile.cost.tolist()]
-        self.par = [int(p) for p in profile.parallelism]
-        self.down = [tuple(d) for d in profile.downstream]
-        self.up = [tuple(u) for u in profile.upstream]
+    def __init__(self, profile: ContentionProfile, limits, limit, work_limit: int, first_only: bool):
+        self.cost = cost = [tuple(row) for row in profile.cost.tolist()]
+        self.par = par = list(profile.parallelism)
+        self.down = profile.downstream
+        self.up = profile.upstream
         self.forward = [kind == "FORWARD" for kind in profile.outbound]
         self.cap = [int(x) for x in limits]
         self.limit = [float(x) for x in limit]
         self.work_limit = int(work_limit)
         self.first_only = first_only
-        n_nodes, n_ops = len(self.cap), len(self.par)
-        self.order = sorted(range(n_ops), key=lambda o: -self.cost[o][0])
+        n_nodes, n_ops = len(self.cap), len(par)
+        self.order = order = sorted(range(n_ops), key=lambda o: -cost[o][0])
         self.counts = [[0] * n_nodes for _ in range(n_ops)]
         self.used = [0] * n_nodes
         self.res = [[0.0, 0.0, 0.0] for _ in range(n_nodes)]
+        # node contents as one number (CAPS's node key: which tasks it holds)
+        self.sig = [0] * n_nodes
+        self.weight, scale = [0] * n_ops, 1
+        for o in range(n_ops):
+            self.weight[o] = scale
+            scale *= par[o] + 1
         self.placed = [False] * n_ops
         self.result = SearchResult()
         self.started = time.perf_counter()
         self.stop = False
         self.work = 0
         # look-ahead tables per level L (operators order[L:] left): tasks, free slots, and per
-        # dimension (compute, state) the total and the prefix sums of the costliest / cheapest
-        self.tasks_left, self.free_left, self.total, self.top, self.low = [], [], [], [], []
-        slots = sum(self.cap)
+        # dimension (compute, state) the total and the prefix sums of the cheapest / costliest
+        self.tasks_left, self.free_left, self.tables = [], [], []
+        slots, n_tasks = sum(self.cap), sum(par)
         for level in range(n_ops + 1):
-            rest = self.order[level:]
-            n_left = sum(self.par[o] for o in rest)
-            self.tasks_left.append(n_left)
-            self.free_left.append(slots - (sum(self.par) - n_left))
-            totals, tops, lows = [], [], []
-            for dim in (0, 1):
-                values = sorted(self.cost[o][dim] for o in rest for _ in range(self.par[o]))
-                lows.append(_prefix(values))
-                tops.append(_prefix(values[::-1]))
-                totals.append(sum(values))
-            self.total.append(totals)
-            self.top.append(tops)
-            self.low.append(lows)
+            rest = order[level:]
+            compute = [x for o in rest for x in [cost[o][0]] * par[o]]  # decreasing (the order)
+            state = sorted(x for o in rest for x in [cost[o][1]] * par[o])
+            self.tasks_left.append(len(compute))
+            self.free_left.append(slots - (n_tasks - len(compute)))
+            self.tables.append((list(accumulate(reversed(compute), initial=0.0)), list(accumulate(state, initial=0.0)),
+                                list(accumulate(compute, initial=0.0)), list(accumulate(reversed(state), initial=0.0)),
+                                sum(compute), sum(state)))
         # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
-        self.eps = [1e-9 * max(1.0, abs(x)) if x != float("inf") else 0.0 for x in self.limit]
+        self.eps = [1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0 for x in self.limit]
 
     def run(self) -> SearchResult:
         depth = len(self.par) * (len(self.cap) + 2) + 100
@@ -174,50 +181,56 @@ class _Search:
             self._record()
             return
         o = self.order[level]
-        n_nodes = len(self.cap)
-        keys = [(self.cap[k] - self.used[k], tuple(row[k] for row in self.counts)) for k in range(n_nodes)]
-        nodes = sorted(range(n_nodes), key=lambda k: (-self.res[k][0], keys[k], k))
-        keys = [keys[k] for k in nodes]
-        free = [self.cap[k] - self.used[k] for k in nodes]
+        cap, used, res, sig = self.cap, self.used, self.res, self.sig
+        n_nodes = len(cap)
+        nodes = sorted(range(n_nodes), key=lambda k: (-res[k][0], sig[k], k))
+        keys = [sig[k] for k in nodes]
+        free = [cap[k] - used[k] for k in nodes]
         free_after = [0] * (n_nodes + 1)
-        for i in range(n_nodes - 1, -1, -1):
-            free_after[i] = free_after[i + 1] + free[i]
         # what the nodes not yet given o's tasks can absorb (level L's tasks: o's and the later)
         lim_c, lim_s = self.limit[0], self.limit[1]
-        top_c, top_s = self.top[level]
-        room = [lim_c - self.res[k][0] for k in nodes]
+        top_c, top_s = self.tables[level][2], self.tables[level][3]
+        most = len(top_c) - 1
+        room = [lim_c - res[k][0] for k in nodes]
         absorb_c = [0.0] * (n_nodes + 1)
         absorb_s = [0.0] * (n_nodes + 1)
-        for i in range(n_nodes - 1, -1, -1):
-            k, f = nodes[i], min(free[i], len(top_c) - 1)
-            absorb_c[i] = absorb_c[i + 1] + min(room[i], top_c[f])
-            absorb_s[i] = absorb_s[i + 1] + min(lim_s - self.res[k][1], top_s[f])
         # counts are tried from o's share in proportion to the node's compute room (free slots
         # without a compute threshold)
-        share = [max(r, 0.0) for r in room] if lim_c != float("inf") else [float(f) for f in free]
+        share = [max(r, 0.0) for r in room] if lim_c != math.inf else [float(f) for f in free]
         room_after = [0.0] * (n_nodes + 1)
         for i in range(n_nodes - 1, -1, -1):
+            f = free[i]
+            free_after[i] = free_after[i + 1] + f
+            f = f if f < most else most
+            absorb_c[i] = absorb_c[i + 1] + min(room[i], top_c[f])
+            absorb_s[i] = absorb_s[i + 1] + min(lim_s - res[nodes[i]][1], top_s[f])
             room_after[i] = room_after[i + 1] + share[i]
         # network added on a node by o's tasks towards its placed downstream operators
-        links = [(d, self.par[d]) for d in self.down[o] if self.placed[d]]
-        self._inner(level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links,
-                    0, self.par[o], 0, 0.0, 0.0)
+        links = [(self.counts[d], self.par[d]) for d in self.down[o] if self.placed[d]]
+        c, s, net = self.cost[o]
+        after = self.tables[level + 1]
+        ctx = (level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net,
+               self.forward[o], self.tasks_left[level + 1], self.free_left[level + 1], after[0], after[1], after[2],
+               after[3], after[4], after[5], self.weight[o])
+        self._inner(ctx, 0, self.par[o], 0, 0.0, 0.0)
 
-    def _added(self, o: int, k: int, num: int, links) -> float:
-        net, added = self.cost[o][2], 0.0
-        for d, p in links:
-            n_d = self.counts[d][k]
-            if self.forward[o]:
-                added += net * max(0, num - n_d)
+    @staticmethod
+    def _added(net: float, forward: bool, k: int, num: int, links) -> float:
+        added = 0.0
+        for counts_d, p in links:
+            n_d = counts_d[k]
+            if forward:
+                added += net * (num - n_d if num > n_d else 0)
             else:
                 added += net * num * (1.0 - n_d / p)
         return added
 
-    def _inner(self, level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links,
-               i, left, base, fixed_c, fixed_s) -> None:
+    def _inner(self, ctx, i: int, left: int, base: int, fixed_c: float, fixed_s: float) -> None:
         """Node ``nodes[i]`` gets some of o's ``left`` tasks; ``keys`` are the nodes' contents
         before o, ``base`` the previous node's count (symmetric nodes: non-decreasing);
         ``fixed_c``/``fixed_s`` what the nodes before i can still absorb of the later tasks."""
+        (level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net, forward,
+         tasks_next, free_next, low_c, low_s, top_c, top_s, need_c, need_s, weight) = ctx
         same = 0 < i < len(nodes) and keys[i - 1] == keys[i]
         if left == 0:
             if not (same and base > 0):  # CAPS's corner case: a twin of the last node would get 0
@@ -230,62 +243,58 @@ class _Search:
             if at_most < base:
                 return
             at_least = max(at_least, base)
-        c, s, _ = self.cost[o]
         res = self.res[k]
         lim_c, lim_s, lim_n = self.limit
         # CAPS's threshold rule: counts from at_least up until a node's cost exceeds a threshold
         hi = at_most
         if c > 0:
-            hi = min(hi, _most(res[0], c, lim_c, hi))
+            hi = _most(res[0], c, lim_c, hi)
         if s > 0:
-            hi = min(hi, _most(res[1], s, lim_s, hi))
-        if links and hi >= at_least and res[2] + self._added(o, k, hi, links) > lim_n:
-            lo_ok, hi_bad = at_least - 1, hi
-            while hi_bad - lo_ok > 1:
-                mid = (lo_ok + hi_bad) // 2
-                if res[2] + self._added(o, k, mid, links) > lim_n:
-                    hi_bad = mid
+            hi = _most(res[1], s, lim_s, hi)
+        if links and hi >= at_least and res[2] + self._added(net, forward, k, hi, links) > lim_n:
+            ok, bad = at_least - 1, hi
+            while bad - ok > 1:
+                mid = (ok + bad) // 2
+                if res[2] + self._added(net, forward, k, mid, links) > lim_n:
+                    bad = mid
                 else:
-                    lo_ok = mid
-            hi = lo_ok
+                    ok = mid
+            hi = ok
         if hi < at_least:
             self.work += 1
             return
-        # look-ahead tables of the level after o
-        nxt = level + 1
-        tasks_next, free_next = self.tasks_left[nxt], self.free_left[nxt]
-        top_c, top_s = self.top[nxt]
-        low_c, low_s = self.low[nxt]
-        need_c, need_s = self.total[nxt]
         eps_c, eps_s = self.eps[0], self.eps[1]
-        weight = room_after[i]
-        target = round(left * share[i] / weight) if weight > 0 else round(left / (len(nodes) - i))
-        counts_o, used, stop_at = self.counts[o], self.used, self.work_limit
-        for num in _outward(min(max(target, at_least), hi), at_least, hi):
+        weight_after = room_after[i]
+        target = round(left * share[i] / weight_after) if weight_after > 0 else round(left / (len(nodes) - i))
+        target = hi if target > hi else at_least if target < at_least else target
+        counts_o, used, sig = self.counts[o], self.used, self.sig
+        for num in (target,) if hi == at_least else _outward(target, at_least, hi):
             self.work += 1
-            if self.work > stop_at:
+            if self.work > self.work_limit:
                 self.stop = True
                 return
             cost_c, cost_s = res[0] + c * num, res[1] + s * num
             f = free[i] - num
-            must = tasks_next - (free_next - f)
+            must = tasks_next - free_next + f
             if must > 0 and (cost_c + low_c[must] > lim_c + eps_c or cost_s + low_s[must] > lim_s + eps_s):
                 continue
-            f = min(f, tasks_next)
+            if f > tasks_next:
+                f = tasks_next
             now_c = fixed_c + min(lim_c - cost_c, top_c[f])
             now_s = fixed_s + min(lim_s - cost_s, top_s[f])
             rest = left - num
             if (now_c + absorb_c[i + 1] + eps_c < rest * c + need_c
                     or now_s + absorb_s[i + 1] + eps_s < rest * s + need_s):
                 continue
-            added = self._added(o, k, num, links) if links else 0.0
+            added = self._added(net, forward, k, num, links) if links else 0.0
             res[0] = cost_c
             res[1] = cost_s
             res[2] += added
             counts_o[k] = num
             used[k] += num
-            self._inner(level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links,
-                        i + 1, rest, num, now_c, now_s)
+            sig[k] += num * weight
+            self._inner(ctx, i + 1, rest, num, now_c, now_s)
+            sig[k] -= num * weight
             used[k] -= num
             counts_o[k] = 0
             res[0] -= c * num
@@ -294,32 +303,32 @@ class _Search:
             if self.stop:
                 return
 
-    def _remote(self, o: int, d: int, n_o: int, n_d: int) -> float:
-        """Network cost of o's ``n_o`` tasks towards d on a node with ``n_d`` d tasks."""
-        if self.forward[o]:
-            return self.cost[o][2] * max(0, n_o - n_d)
-        return self.cost[o][2] * n_o * (1.0 - n_d / self.par[d])
-
     def _close(self, level: int, o: int) -> None:
         """All of o's tasks are placed: charge the links from placed upstream operators."""
-        n_nodes = len(self.cap)
-        extra = [0.0] * n_nodes
-        ups = [u for u in self.up[o] if self.placed[u]]
+        res, lim_n = self.res, self.limit[2]
+        ups = [(self.counts[u], self.cost[u][2], self.forward[u]) for u in self.up[o] if self.placed[u]]
         if ups:
-            for k in range(n_nodes):
-                n_o = self.counts[o][k]
-                for u in ups:
-                    extra[k] += self._remote(u, o, self.counts[u][k], n_o)
-                if self.res[k][2] + extra[k] > self.limit[2]:
+            counts_o, p = self.counts[o], self.par[o]
+            extra = []
+            for k, n_o in enumerate(counts_o):
+                added = 0.0
+                for counts_u, net, forward in ups:
+                    n_u = counts_u[k]
+                    if forward:
+                        added += net * (n_u - n_o if n_u > n_o else 0)
+                    else:
+                        added += net * n_u * (1.0 - n_o / p)
+                if res[k][2] + added > lim_n:
                     return
-            for k in range(n_nodes):
-                self.res[k][2] += extra[k]
+                extra.append(added)
+            for k, added in enumerate(extra):
+                res[k][2] += added
         self.placed[o] = True
         self._outer(level + 1)
         self.placed[o] = False
         if ups:
-            for k in range(n_nodes):
-                self.res[k][2] -= extra[k]
+            for k, added in enumerate(extra):
+                res[k][2] -= added
 
     def _record(self) -> None:
         result = self.result
@@ -327,27 +336,21 @@ class _Search:
         if result.work_to_first is None:
             result.work_to_first = self.work
             result.seconds_to_first = time.perf_counter() - self.started
-        cost = tuple(max(r[d] for r in self.res) for d in range(3))
-        if not any(all(p[d] <= cost[d] for d in range(3)) for p, _ in result.plans):
-            result.plans = [(p, c) for p, c in result.plans if not all(cost[d] <= p[d] for d in range(3))]
+        res = self.res
+        cost = (max(r[0] for r in res), max(r[1] for r in res), max(r[2] for r in res))
+        if not any(p[0] <= cost[0] and p[1] <= cost[1] and p[2] <= cost[2] for p, _ in result.plans):
+            result.plans = [(p, c) for p, c in result.plans
+                            if not (cost[0] <= p[0] and cost[1] <= p[1] and cost[2] <= p[2])]
             result.plans.append((cost, [row[:] for row in self.counts]))
         if self.first_only:
             self.stop = True
-
-
-def _prefix(values: list[float]) -> list[float]:
-    out, total = [0.0], 0.0
-    for v in values:
-        total += v
-        out.append(total)
-    return out
 
 
 def _most(have: float, per: float, limit: float, at_most: int) -> int:
     """Largest ``n <= at_most`` with ``have + per * n <= limit`` (CAPS's float test), -1 if none."""
     if have > limit:
         return -1
-    if limit == float("inf"):
+    if limit == math.inf:
         return at_most
     n = min(at_most, int((limit - have) / per))
     while n >= 0 and have + per * n > limit:
@@ -370,9 +373,10 @@ def _outward(start: int, lo: int, hi: int):
 
 
 def search(profile: ContentionProfile, limits: np.ndarray, alpha, work_limit: int,
-           first_only: bool = False) -> SearchResult:
-    """One CAPS search with thresholds from ``alpha`` (compute, state, network ratios)."""
-    low, high = threshold_bases(profile, len(limits), int(np.max(limits)))
+           first_only: bool = False, bases: tuple[np.ndarray, np.ndarray] | None = None) -> SearchResult:
+    """One CAPS search with thresholds from ``alpha`` (compute, state, network ratios);
+    ``bases`` are :func:`threshold_bases` when the caller has them."""
+    low, high = bases or threshold_bases(profile, len(limits), int(np.max(limits)))
     return _Search(profile, limits, thresholds(low, high, alpha), work_limit, first_only).run()
 
 
@@ -380,8 +384,10 @@ def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granular
               probe_work: int, work_limit: int) -> tuple[SearchResult, np.ndarray, dict[str, Any]]:
     """CAPS's two-phase auto-tuning (module docstring); returns the final search, its alphas
     and how many searches each phase ran."""
+    bases = threshold_bases(profile, len(limits), int(np.max(limits)))
+
     def works(alpha) -> bool:
-        return search(profile, limits, alpha, probe_work, first_only=True).found > 0
+        return search(profile, limits, alpha, probe_work, first_only=True, bases=bases).found > 0
 
     ceiling = np.minimum(np.asarray(ceilings, dtype=np.float64), 1.0)
     relaxed = 0
@@ -410,7 +416,7 @@ def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granular
         calls[dim] = count
     alpha, rounds = minimum.copy(), 1
     while True:
-        result = search(profile, limits, alpha, work_limit)
+        result = search(profile, limits, alpha, work_limit, bases=bases)
         if result.plans:
             break
         if np.all(alpha >= 1.0):
@@ -426,37 +432,38 @@ def placement_from_counts(graph: TaskGraph, cluster: Cluster, profile: Contentio
     """Tasks onto nodes by operator counts: a ``FORWARD`` partner of equal parallelism already
     assigned puts task i beside its partner's task i where counts allow; then rank order.
     Worker slots are used round robin on each node."""
-    node_of = np.full(graph.n_tasks, -1, dtype=np.int64)
-    n_ops = profile.n_operators
-    tasks = [graph.operator_tasks(o) for o in range(n_ops)]
-    done: list[int] = []
-    partners = {o: set() for o in range(n_ops)}
+    n_ops, n_nodes = profile.n_operators, cluster.n_nodes
+    node_of = [-1] * graph.n_tasks
+    tasks: list[list[int]] = [[] for _ in range(n_ops)]
+    for t, o in enumerate(graph.task_operator.tolist()):
+        tasks[o].append(t)
+    partners: list[set[int]] = [set() for _ in range(n_ops)]
     for o, d, kind in profile.links():
         if kind == "FORWARD" and profile.parallelism[o] == profile.parallelism[d]:
             partners[o].add(d)
             partners[d].add(o)
-    for o in range(n_ops):
+    done: list[int] = []
+    for o, want in enumerate(np.asarray(counts).tolist()):
         mine = tasks[o]
-        want = counts[o].copy()
         partner = next((x for x in done if x in partners[o]), None)
         if partner is not None:
-            for rank, t in enumerate(mine):
-                k = node_of[tasks[partner][rank]]
+            for t, twin in zip(mine, tasks[partner]):
+                k = node_of[twin]
                 if want[k] > 0:
                     node_of[t] = k
                     want[k] -= 1
-        rest = [t for t in mine if node_of[t] < 0]
-        fill = np.repeat(np.arange(cluster.n_nodes), want)
-        node_of[rest] = fill
+        rest = iter(t for t in mine if node_of[t] < 0)
+        for k in range(n_nodes):
+            for _ in range(want[k]):
+                node_of[next(rest)] = k
         done.append(o)
-    worker_of = np.full(graph.n_tasks, NO_WORKER, dtype=np.int64)
-    seen = np.zeros(cluster.n_nodes, dtype=np.int64)
-    for t in range(graph.n_tasks):
-        k = node_of[t]
-        if cluster.slots[k] > 0:
-            worker_of[t] = seen[k] % cluster.slots[k]
+    slots, seen = cluster.slots.tolist(), [0] * n_nodes
+    worker_of = [NO_WORKER] * graph.n_tasks
+    for t, k in enumerate(node_of):
+        if slots[k] > 0:
+            worker_of[t] = seen[k] % slots[k]
         seen[k] += 1
-    return node_of, worker_of
+    return np.array(node_of, dtype=np.int64), np.array(worker_of, dtype=np.int64)
 
 
 @register
@@ -489,6 +496,7 @@ class CapsScheduler(Scheduler):
             raise InfeasibleError(f"caps: graph {graph.name!r} has {graph.n_tasks} tasks but the nodes of "
                                   f"{cluster.name!r} take at most {int(limits.sum())}")
         started = time.perf_counter()
+        bases = threshold_bases(profile, len(limits), int(np.max(limits)))
         calls: dict[str, Any] = {}
         if params["autotune"]:
             ceilings = (params["ceiling_compute"], params["ceiling_state"], params["ceiling_network"])
@@ -496,12 +504,12 @@ class CapsScheduler(Scheduler):
                                              params["probe_work"], params["work_limit"])
         else:
             alpha = np.array([params["alpha_compute"], params["alpha_state"], params["alpha_network"]])
-            result = search(profile, limits, alpha, params["work_limit"], first_only=params["first_plan"])
+            result = search(profile, limits, alpha, params["work_limit"], first_only=params["first_plan"], bases=bases)
             if not result.plans:
                 why = "searched every plan" if result.exhausted else f"stopped at work_limit={params['work_limit']}"
                 raise InfeasibleError(f"caps: no plan of {graph.name!r} within alpha=({', '.join(f'{a:g}' for a in alpha)}) "
                                       f"({why}); raise the alphas or use autotune=true")
-        low, high = threshold_bases(profile, len(limits), int(np.max(limits)))
+        low, high = bases
         span = np.where(high - low > 0, high - low, 1.0)
         if params["pick"] == "random":
             chosen = result.plans[int(np.random.default_rng(seed).integers(len(result.plans)))]
