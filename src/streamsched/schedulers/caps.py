@@ -42,7 +42,6 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -146,18 +145,19 @@ class _Search:
         self.stop = False
         self.work = 0
         # look-ahead tables per level L (operators order[L:] left): tasks, free slots, and per
-        # dimension (compute, state) the total and the prefix sums of the cheapest / costliest
+        # dimension (compute, state) the prefix sums of the cheapest and of the costliest tasks
+        # (up to a node's slots: no node takes more) and the total
         self.tasks_left, self.free_left, self.tables = [], [], []
-        slots, n_tasks = sum(self.cap), sum(par)
+        slots, n_tasks, width = sum(self.cap), sum(par), max(self.cap)
         for level in range(n_ops + 1):
-            rest = order[level:]
-            compute = [x for o in rest for x in [cost[o][0]] * par[o]]  # decreasing (the order)
-            state = sorted(x for o in rest for x in [cost[o][1]] * par[o])
-            self.tasks_left.append(len(compute))
-            self.free_left.append(slots - (n_tasks - len(compute)))
-            self.tables.append((list(accumulate(reversed(compute), initial=0.0)), list(accumulate(state, initial=0.0)),
-                                list(accumulate(compute, initial=0.0)), list(accumulate(reversed(state), initial=0.0)),
-                                sum(compute), sum(state)))
+            rest = order[level:]  # decreasing compute
+            by_state = sorted(rest, key=lambda o: cost[o][1])
+            n_left = sum(par[o] for o in rest)
+            self.tasks_left.append(n_left)
+            self.free_left.append(slots - (n_tasks - n_left))
+            self.tables.append((_head(rest[::-1], par, cost, 0, width), _head(by_state, par, cost, 1, width),
+                                _head(rest, par, cost, 0, width), _head(by_state[::-1], par, cost, 1, width),
+                                sum(cost[o][0] * par[o] for o in rest), sum(cost[o][1] * par[o] for o in rest)))
         # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
         self.eps = [1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0 for x in self.limit]
 
@@ -237,19 +237,21 @@ class _Search:
                 self._close(level, o)
             return
         k = nodes[i]
-        at_most = min(left, free[i])
-        at_least = max(0, left - free_after[i + 1])
+        hi = left if left < free[i] else free[i]
+        at_least = left - free_after[i + 1]
+        if at_least < 0:
+            at_least = 0
         if same:
-            if at_most < base:
+            if hi < base:
                 return
-            at_least = max(at_least, base)
+            if at_least < base:
+                at_least = base
         res = self.res[k]
         lim_c, lim_s, lim_n = self.limit
         # CAPS's threshold rule: counts from at_least up until a node's cost exceeds a threshold
-        hi = at_most
-        if c > 0:
+        if c > 0 and res[0] + c * hi > lim_c:
             hi = _most(res[0], c, lim_c, hi)
-        if s > 0:
+        if s > 0 and res[1] + s * hi > lim_s:
             hi = _most(res[1], s, lim_s, hi)
         if links and hi >= at_least and res[2] + self._added(net, forward, k, hi, links) > lim_n:
             ok, bad = at_least - 1, hi
@@ -280,8 +282,9 @@ class _Search:
                 continue
             if f > tasks_next:
                 f = tasks_next
-            now_c = fixed_c + min(lim_c - cost_c, top_c[f])
-            now_s = fixed_s + min(lim_s - cost_s, top_s[f])
+            room_c, room_s = lim_c - cost_c, lim_s - cost_s
+            now_c = fixed_c + (room_c if room_c < top_c[f] else top_c[f])
+            now_s = fixed_s + (room_s if room_s < top_s[f] else top_s[f])
             rest = left - num
             if (now_c + absorb_c[i + 1] + eps_c < rest * c + need_c
                     or now_s + absorb_s[i + 1] + eps_s < rest * s + need_s):
@@ -344,6 +347,20 @@ class _Search:
             result.plans.append((cost, [row[:] for row in self.counts]))
         if self.first_only:
             self.stop = True
+
+
+def _head(ops: list[int], par: list[int], cost: list[tuple], dim: int, width: int) -> list[float]:
+    """Prefix sums of the first ``width`` tasks of ``ops`` in that order, in dimension ``dim``."""
+    out, total, n = [0.0], 0.0, 0
+    for o in ops:
+        x = cost[o][dim]
+        for _ in range(min(par[o], width - n)):
+            total += x
+            out.append(total)
+        n = len(out) - 1
+        if n >= width:
+            break
+    return out
 
 
 def _most(have: float, per: float, limit: float, at_most: int) -> int:
