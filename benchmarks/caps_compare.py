@@ -44,6 +44,7 @@ import numpy as np
 
 from streamsched import workloads
 from streamsched.contention_metrics import caps_rounded, contention, dominates
+from streamsched.errors import InfeasibleError
 from streamsched.model.contention import PROFILE_SHAPES, PROFILES, builtin_profile, graph_from_profile
 from streamsched.schedulers import get_scheduler
 
@@ -250,13 +251,22 @@ def figure10(args) -> None:
     with tempfile.TemporaryDirectory(prefix="caps-go-") as tmp:
         binaries = build(args.peer, Path(tmp)) if args.peer is not None else None
         go_times: dict[tuple[int, int], float] = {}
+        go_found: dict[tuple[int, int], int] = {}
         if binaries:
             cwd = Path(tmp) / "fig10"
             cwd.mkdir()
             shutil.copy(args.peer / "cmd" / "eval_only_caps" / "Q2_original_profile.json", cwd)
             done = subprocess.run([str(binaries["eval_only_caps"])], cwd=cwd, capture_output=True, text=True)
-            threshold = -1
+            threshold, run, slots = -1, -1, None
             for line in done.stdout.splitlines():
+                if line.startswith("******************** Try threshold"):
+                    run += 1
+                match = re.match(r"\*+ Worker: 4, Slot: (\d+)", line)
+                if match:
+                    slots = int(match.group(1))
+                match = re.match(r"\[CAPS Result\] Total # plans: (\d+)", line)
+                if match and run >= 0 and slots is not None:
+                    go_found[(run, slots)] = int(match.group(1))
                 if line.startswith("  Threshold ("):
                     threshold += 1
                 match = re.match(r"4 worker \* (\d+) slot: (\S+)", line)
@@ -264,11 +274,12 @@ def figure10(args) -> None:
                     go_times[(threshold, int(match.group(1)))] = _go_duration(match.group(2))
         else:
             print("SKIP CAPS: no Go or no peer copy; streamsched columns only")
-        print("| tasks | alpha | CAPS (Go, eval_only_caps) s to 1st plan | ours caps s to 1st plan | ratio ours/CAPS "
-              "| optimal s to proven optimum | optimal (compute/state/network) | gap |")
-        print("|" + "---|" * 8)
+        print("| tasks | alpha | CAPS (Go, eval_only_caps) s to 1st plan | ours caps: schedule s | ours: search s "
+              "| ratio ours (schedule) / CAPS | ours work | optimal s to proven optimum "
+              "| optimal (compute/state/network) | gap |")
+        print("|" + "---|" * 10)
         base = builtin_profile("Q2-join")
-        for slots in FIGURE10_SLOTS:
+        for slots in args.slots:
             tasks = 4 * slots
             graph = graph_from_profile(base.scaled(tasks), f"caps-Q2-join-{tasks}")
             cluster = workloads.cluster(f"caps-4x{slots}")
@@ -277,14 +288,16 @@ def figure10(args) -> None:
                 params = dict(autotune=False, first_plan=True, alpha_compute=alpha[0], alpha_state=alpha[1],
                               alpha_network=alpha[2], work_limit=10_000_000)
                 try:
-                    _, seconds = ours_caps(graph, cluster, **params)
-                    mine = f"{seconds:.4f}"
-                except Exception as exc:  # noqa: BLE001 - no plan under these alphas is a result
-                    seconds, mine = None, f"none ({str(exc)[:40]})"
+                    meta, seconds = ours_caps(graph, cluster, **params)
+                    mine, search_s, work = f"{seconds:.4f}", f"{meta['seconds_to_first']:.4f}", str(meta["work"])
+                except InfeasibleError as exc:  # no plan under these alphas is a result
+                    seconds, mine, search_s, work = None, "no plan (" + str(exc).split("(")[-1].split(")")[0] + ")", "-", "-"
                 go = go_times.get((t, slots))
-                ratio = f"{seconds / go:.2f}" if go and seconds else "-"
+                found = go_found.get((t, slots))
+                go_text = "-" if go is None else f"{go:.4f}" + ("" if found else " (no plan)")
+                ratio = f"{seconds / go:.2f}" if go and seconds and found else "-"
                 proven = f"{exact['solver_time_s']:.2f}" if exact["status"] == "optimal" else f"not proven in {args.time_limit:g}"
-                print(f"| {tasks} | {alpha} | {go if go is not None else '-'} | {mine} | {ratio} | {proven} | "
+                print(f"| {tasks} | {alpha} | {go_text} | {mine} | {search_s} | {ratio} | {work} | {proven} | "
                       f"{fmt(exact['check'])} | {exact['gap']:.1e} |", flush=True)
 
 
@@ -330,6 +343,8 @@ def main() -> None:
     parser.add_argument("--peer", type=Path, default=default_peer())
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--only", nargs="*", default=None, help="profiles table: these profiles only")
+    parser.add_argument("--slots", type=int, nargs="*", default=FIGURE10_SLOTS,
+                        help="figure10: slots per worker (4 workers; eval_only_caps runs 4 8 16 32 48 64)")
     parser.add_argument("--profile", default="Q1")
     parser.add_argument("--alpha", type=float, nargs=3, default=(0.3, 0.3, 0.9))
     parser.add_argument("--out", type=Path, default=Path("caps_plans.json"))
