@@ -198,7 +198,9 @@ class _Search:
         # without a compute threshold)
         share = [max(r, 0.0) for r in room] if lim_c != math.inf else [float(f) for f in free]
         room_after = [0.0] * (n_nodes + 1)
+        twins = [0] * (n_nodes + 1)  # nodes after i with i's contents (they take at least i's count)
         for i in range(n_nodes - 1, -1, -1):
+            twins[i] = twins[i + 1] + 1 if i + 1 < n_nodes and keys[i + 1] == keys[i] else 0
             f = free[i]
             free_after[i] = free_after[i + 1] + f
             f = f if f < most else most
@@ -209,7 +211,7 @@ class _Search:
         links = [(self.counts[d], self.par[d]) for d in self.down[o] if self.placed[d]]
         c, s, net = self.cost[o]
         after = self.tables[level + 1]
-        ctx = (level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net,
+        ctx = (level, o, nodes, keys, twins, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net,
                self.forward[o], self.tasks_left[level + 1], self.free_left[level + 1], after[0], after[1], after[2],
                after[3], after[4], after[5], self.weight[o])
         self._inner(ctx, 0, self.par[o], 0, 0.0, 0.0)
@@ -229,7 +231,7 @@ class _Search:
         """Node ``nodes[i]`` gets some of o's ``left`` tasks; ``keys`` are the nodes' contents
         before o, ``base`` the previous node's count (symmetric nodes: non-decreasing);
         ``fixed_c``/``fixed_s`` what the nodes before i can still absorb of the later tasks."""
-        (level, o, nodes, keys, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net, forward,
+        (level, o, nodes, keys, twins, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net, forward,
          tasks_next, free_next, low_c, low_s, top_c, top_s, need_c, need_s, weight) = ctx
         same = 0 < i < len(nodes) and keys[i - 1] == keys[i]
         if left == 0:
@@ -238,6 +240,8 @@ class _Search:
             return
         k = nodes[i]
         hi = left if left < free[i] else free[i]
+        if twins[i] and hi * (twins[i] + 1) > left:  # the twins after i take at least as many
+            hi = left // (twins[i] + 1)
         at_least = left - free_after[i + 1]
         if at_least < 0:
             at_least = 0
@@ -267,7 +271,7 @@ class _Search:
             return
         eps_c, eps_s = self.eps[0], self.eps[1]
         weight_after = room_after[i]
-        target = round(left * share[i] / weight_after) if weight_after > 0 else round(left / (len(nodes) - i))
+        target = int(left * share[i] / weight_after) if weight_after > 0 else left // (len(nodes) - i)
         target = hi if target > hi else at_least if target < at_least else target
         counts_o, used, sig = self.counts[o], self.used, self.sig
         for num in (target,) if hi == at_least else _outward(target, at_least, hi):
