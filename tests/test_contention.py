@@ -221,15 +221,16 @@ def test_caps_full_search_under_thresholds_finds_exactly_the_brute_force_front_w
     assert np.all(node_contention(graph, placement, 3) <= limit)
 
 
-@pytest.mark.parametrize("tasks", [64, 192, 256])
+@pytest.mark.parametrize("workers, slots", [(4, 16), (4, 48), (4, 64), (16, 64)])
 @pytest.mark.parametrize("alpha", [(0.08, 0.15, 0.6), (0.15, 0.25, 0.8), (0.25, 0.3, 0.9)])
-def test_caps_first_plans_of_figure_10_keep_the_threshold_rule_within_little_work(tasks, alpha):
+def test_caps_first_plans_of_figure_10_keep_the_threshold_rule_within_little_work(workers, slots, alpha):
+    tasks = workers * slots
     graph = graph_from_profile(builtin_profile("Q2-join").scaled(tasks), f"q2-{tasks}")
-    cluster = workloads.cluster(f"caps-4x{tasks // 4}")
+    cluster = workloads.cluster(f"caps-{workers}x{slots}")
     placement = get_scheduler("caps", autotune=False, first_plan=True, alpha_compute=alpha[0], alpha_state=alpha[1],
                               alpha_network=alpha[2], work_limit=5_000).schedule(graph, cluster)
-    per_node = node_contention(graph, placement, 4)
-    assert np.all(per_node <= caps_threshold_rule(graph.contention, 4, tasks // 4, alpha) + 1e-6)
+    per_node = node_contention(graph, placement, workers)
+    assert np.all(per_node <= caps_threshold_rule(graph.contention, workers, slots, alpha) + 1e-6)
     assert placement.violations(graph, cluster) == []
 
 

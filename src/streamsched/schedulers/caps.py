@@ -8,10 +8,15 @@ many tasks of each operator each node hosts. The search, our implementation of [
    ``high`` the cost of filling one node with the costliest tasks; a node may not exceed
    ``low + alpha x (high - low)`` (rounded to 5 decimals as CAPS does).
 2. *Outer search.* Operators one at a time, in decreasing per-task compute.
-3. *Inner search.* Depth first over the nodes, giving the node 0, 1, ... tasks of the operator
+3. *Inner search.* Depth first over the nodes, giving each node some of the operator's tasks
    (at least what the later nodes cannot take); nodes with the same contents are symmetric,
    so their counts are non-decreasing in node order. A branch stops as soon as a node exceeds
-   a threshold. A link's network cost is charged when its second operator is placed.
+   a threshold (every cost only grows as tasks are added, so the plans kept are exactly those
+   within the thresholds). A link's network cost is charged when its second operator is placed.
+   Unlike CAPS (counts ascending from 0, 38 goroutines), counts are tried from the node's share
+   of the operator in proportion to its compute room outwards, and branches that cannot be
+   completed within the thresholds are cut early by sound look-aheads (:class:`_Search`); the
+   set of plans is CAPS's, the order in which they are found is not.
 4. Every complete plan within the thresholds is kept if no other dominates it (Pareto front);
    the placement is the front's plan with the least summed ``cost / (high - low)``
    (``pick=balanced``) or a seeded random one (``pick=random``, CAPS picks at random).
@@ -25,7 +30,7 @@ profiles) the first plan of a search without thresholds is taken (alpha reported
 
 CAPS stops on wall-clock timeouts and splits the search over goroutines; this search stops on
 ``work_limit`` node trials per search (``probe_work`` for auto-tuning's probes), so a run
-is reproducible. Nodes take at most ``floor(capacity / smallest task load)`` tasks (CAPSys's
+is reproducible. The starting ceilings are CAPS's ``cmd/manual_tune`` (0.02, 0.02, 0.1). Nodes take at most ``floor(capacity / smallest task load)`` tasks (CAPSys's
 slots on a cluster whose capacity counts tasks); a plan that breaks a node's capacity with
 unequal loads is finished by the capacity repair (:mod:`streamsched.schedulers.base`).
 
