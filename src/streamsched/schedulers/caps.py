@@ -30,8 +30,9 @@ profiles) the first plan of a search without thresholds is taken (alpha reported
 
 CAPS stops on wall-clock timeouts and splits the search over goroutines; this search stops on
 ``work_limit`` node trials per search (``probe_work`` for auto-tuning's probes), so a run
-is reproducible. The starting ceilings are CAPS's ``cmd/manual_tune`` (0.02, 0.02, 0.1). Nodes take at most ``floor(capacity / smallest task load)`` tasks (CAPSys's
-slots on a cluster whose capacity counts tasks); a plan that breaks a node's capacity with
+is reproducible. The starting ceilings are CAPS's ``cmd/manual_tune`` (0.02, 0.02, 0.1).
+Nodes take at most ``floor(capacity / smallest task load)`` tasks (CAPSys's slots on a
+cluster whose capacity counts tasks); a plan that breaks a node's capacity with
 unequal loads is finished by the capacity repair (:mod:`streamsched.schedulers.base`).
 
 References
@@ -119,8 +120,10 @@ class _Search:
     remaining tasks (the others' free slots cannot hold them all) ends at least at its cost plus
     the ``m`` cheapest remaining tasks'; and the remaining compute (state) must fit in what the
     nodes can still take, each at most its room under the threshold and at most its free
-    slots' worth of the costliest remaining tasks. Counts are tried from the node's share of the
-    operator in proportion to its compute room outwards, so the first plan is a balanced one.
+    slots' worth of the costliest remaining tasks. A node's count is also at most what leaves
+    as many for each symmetric node after it (their counts cannot be smaller). Counts are tried
+    from the floor of the node's share of the operator (in proportion to its compute room)
+    outwards, so the first plan is a balanced one.
     """
 
     def __init__(self, profile: ContentionProfile, limits, limit, work_limit: int, first_only: bool):
