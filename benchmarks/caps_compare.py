@@ -199,7 +199,7 @@ def ours_optimal(graph, cluster, time_limit: float, **params) -> dict:
 
 
 def fmt(cost: dict) -> str:
-    return "/".join(f"{cost[d]:.2f}" for d in DIMS)
+    return "/".join(f"{cost[d]:.2f}" if d in cost else "-" for d in DIMS)
 
 
 def covered(front: list[dict], plans: list[dict]) -> int:
