@@ -48,11 +48,12 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
+from itertools import accumulate, chain, repeat
 from typing import Any
 
 import numpy as np
 
-from streamsched.contention_metrics import bottleneck, costs_from_counts
+from streamsched.contention_metrics import costs_from_counts
 from streamsched.errors import InfeasibleError
 from streamsched.model.cluster import Cluster
 from streamsched.model.contention import DIMENSIONS, ContentionProfile, profile_from_graph
@@ -99,14 +100,62 @@ def thresholds(low: np.ndarray, high: np.ndarray, alpha) -> np.ndarray:
 
 @dataclass
 class SearchResult:
-    """Pareto front of one search: ``plans`` are (cost vector, counts) pairs."""
+    """Pareto front of one search: ``plans`` are (cost per dimension, counts per operator and
+    node) pairs, as tuples and lists."""
 
-    plans: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    plans: list[tuple[tuple[float, float, float], list[list[int]]]] = field(default_factory=list)
     found: int = 0
     work: int = 0
     work_to_first: int | None = None
     seconds_to_first: float | None = None
     exhausted: bool = False
+
+
+class Lookahead:
+    """What every search on one profile and cluster shares (thresholds aside): operators in
+    decreasing per-task compute (the search's order) and, per level L (operators ``order[L:]``
+    left, built when a search first reaches it), the look-ahead tables of :class:`_Search`: per
+    dimension (compute, state) the prefix sums of the cheapest and of the costliest tasks (up to
+    a node's slots: no node takes more) and the total. The cheapest compute tasks of a level
+    are the first of level 0's (the order is by compute), so that table is shared."""
+
+    def __init__(self, profile: ContentionProfile, limits):
+        self.cost = cost = [tuple(row) for row in profile.cost.tolist()]
+        self.par = par = list(profile.parallelism)
+        self.cap = cap = [int(x) for x in limits]
+        n_ops = len(par)
+        self.width = max(cap)
+        self.order = order = sorted(range(n_ops), key=lambda o: -cost[o][0])
+        self.level_of = level_of = [0] * n_ops
+        for level, o in enumerate(order):
+            level_of[o] = level
+        n_tasks, slots = sum(par), sum(cap)
+        self.tasks_left = [sum(par[o] for o in order[level:]) for level in range(n_ops + 1)]
+        self.free_left = [slots - (n_tasks - n_left) for n_left in self.tasks_left]
+        self.by_state = sorted(order, key=lambda o: cost[o][1])  # stable: each level's order filtered
+        self.cheapest_compute = self._head(order[::-1], 0)
+        self.totals = [[cost[o][k] * par[o] for o in order] for k in range(2)]
+        self.levels: list[tuple | None] = [None] * (n_ops + 1)
+
+    def level(self, level: int) -> tuple:
+        """(cheapest compute, cheapest state, costliest compute, costliest state, total compute,
+        total state) of the operators from ``level`` on."""
+        level_of = self.level_of
+        by_state = [o for o in self.by_state if level_of[o] >= level]
+        table = (self.cheapest_compute, self._head(by_state, 1), self._head(self.order[level:], 0),
+                 self._head(by_state[::-1], 1), sum(self.totals[0][level:]), sum(self.totals[1][level:]))
+        self.levels[level] = table
+        return table
+
+    def _head(self, ops: list[int], dim: int) -> list[float]:
+        """Prefix sums of the first ``width`` tasks of ``ops`` in that order, in dimension ``dim``."""
+        tasks, width = [], self.width
+        for o in ops:
+            tasks += [self.cost[o][dim]] * self.par[o]
+            if len(tasks) >= width:
+                del tasks[width:]
+                break
+        return list(accumulate(tasks, initial=0.0))
 
 
 class _Search:
@@ -123,49 +172,45 @@ class _Search:
     slots' worth of the costliest remaining tasks. A node's count is also at most what leaves
     as many for each symmetric node after it (their counts cannot be smaller). Counts are tried
     from the floor of the node's share of the operator (in proportion to its compute room)
-    outwards, so the first plan is a balanced one.
+    outwards, so the first plan is a balanced one. A node's costs are restored, not subtracted,
+    on backtracking, so a plan's cost is the same sum in operator order however it was reached.
     """
 
-    def __init__(self, profile: ContentionProfile, limits, limit, work_limit: int, first_only: bool):
-        self.cost = cost = [tuple(row) for row in profile.cost.tolist()]
-        self.par = par = list(profile.parallelism)
-        self.down = profile.downstream
-        self.up = profile.upstream
-        self.forward = [kind == "FORWARD" for kind in profile.outbound]
-        self.cap = [int(x) for x in limits]
+    def __init__(self, profile: ContentionProfile, limits, limit, work_limit: int, first_only: bool,
+                 tables: Lookahead | None = None):
+        tables = tables or Lookahead(profile, limits)
+        self.cost = cost = tables.cost
+        self.par = par = tables.par
+        forward = [kind == "FORWARD" for kind in profile.outbound]
+        self.cap = tables.cap
         self.limit = [float(x) for x in limit]
         self.work_limit = int(work_limit)
         self.first_only = first_only
         n_nodes, n_ops = len(self.cap), len(par)
-        self.order = order = sorted(range(n_ops), key=lambda o: -cost[o][0])
-        self.counts = [[0] * n_nodes for _ in range(n_ops)]
+        self.order = order = tables.order
+        level_of = tables.level_of
+        self.counts = counts = [[0] * n_nodes for _ in range(n_ops)]
         self.used = [0] * n_nodes
         self.res = [[0.0, 0.0, 0.0] for _ in range(n_nodes)]
         # node contents as one number (CAPS's node key: which tasks it holds)
         self.sig = [0] * n_nodes
-        self.weight, scale = [0] * n_ops, 1
+        weight, scale = [0] * n_ops, 1
         for o in range(n_ops):
-            self.weight[o] = scale
+            weight[o] = scale
             scale *= par[o] + 1
-        self.placed = [False] * n_ops
+        # per level: the operator, its links to placed downstream operators (network charged as
+        # its tasks are placed) and from placed upstream operators (charged when it is complete)
+        up = profile.upstream
+        self.steps = []
+        for level, o in enumerate(order):
+            links = tuple((counts[d], par[d]) for d in profile.downstream[o] if level_of[d] < level)
+            ups = tuple((counts[u], cost[u][2], forward[u]) for u in up[o] if level_of[u] < level)
+            self.steps.append((o, *cost[o], forward[o], weight[o], links, ups, counts[o]))
+        self.tasks_left, self.free_left, self.lookahead = tables.tasks_left, tables.free_left, tables
         self.result = SearchResult()
         self.started = time.perf_counter()
         self.stop = False
         self.work = 0
-        # look-ahead tables per level L (operators order[L:] left): tasks, free slots, and per
-        # dimension (compute, state) the prefix sums of the cheapest and of the costliest tasks
-        # (up to a node's slots: no node takes more) and the total
-        self.tasks_left, self.free_left, self.tables = [], [], []
-        slots, n_tasks, width = sum(self.cap), sum(par), max(self.cap)
-        for level in range(n_ops + 1):
-            rest = order[level:]  # decreasing compute
-            by_state = sorted(rest, key=lambda o: cost[o][1])
-            n_left = sum(par[o] for o in rest)
-            self.tasks_left.append(n_left)
-            self.free_left.append(slots - (n_tasks - n_left))
-            self.tables.append((_head(rest[::-1], par, cost, 0, width), _head(by_state, par, cost, 1, width),
-                                _head(rest, par, cost, 0, width), _head(by_state[::-1], par, cost, 1, width),
-                                sum(cost[o][0] * par[o] for o in rest), sum(cost[o][1] * par[o] for o in rest)))
         # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
         self.eps = [1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0 for x in self.limit]
 
@@ -180,7 +225,6 @@ class _Search:
         result = self.result
         result.work = self.work
         result.exhausted = not self.stop
-        result.plans = [(np.array(cost), np.array(counts, dtype=np.int64)) for cost, counts in result.plans]
         return result
 
     # ---------------------------------------------------------------- outer / inner
@@ -188,69 +232,64 @@ class _Search:
         if level == len(self.order):
             self._record()
             return
-        o = self.order[level]
+        o, c, s, net, forward, weight, links, _, counts_o = self.steps[level]
         cap, used, res, sig = self.cap, self.used, self.res, self.sig
         n_nodes = len(cap)
-        nodes = sorted(range(n_nodes), key=lambda k: (-res[k][0], sig[k], k))
-        keys = [sig[k] for k in nodes]
-        free = [cap[k] - used[k] for k in nodes]
-        free_after = [0] * (n_nodes + 1)
+        nodes = [k for _, _, k in sorted([(-res[k][0], sig[k], k) for k in range(n_nodes)])]
+        tables = self.lookahead.levels
+        now = tables[level] or self.lookahead.level(level)
+        after = tables[level + 1] or self.lookahead.level(level + 1)
         # what the nodes not yet given o's tasks can absorb (level L's tasks: o's and the later)
         lim_c, lim_s = self.limit[0], self.limit[1]
-        top_c, top_s = self.tables[level][2], self.tables[level][3]
+        top_c, top_s = now[2], now[3]
         most = len(top_c) - 1
-        room = [lim_c - res[k][0] for k in nodes]
-        absorb_c = [0.0] * (n_nodes + 1)
-        absorb_s = [0.0] * (n_nodes + 1)
         # counts are tried from o's share in proportion to the node's compute room (free slots
-        # without a compute threshold)
-        share = [max(r, 0.0) for r in room] if lim_c != math.inf else [float(f) for f in free]
-        room_after = [0.0] * (n_nodes + 1)
-        twins = [0] * (n_nodes + 1)  # nodes after i with i's contents (they take at least i's count)
+        # without a compute threshold); per node i (in this order), with what the nodes after it
+        # hold: (same contents as node i-1, node, free slots, twins after it with its contents
+        # (they take at least i's count), free slots after it, share, share of i and after,
+        # compute and state the nodes after it can absorb, nodes from i on)
+        recs = [(False, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)] * (n_nodes + 1)
+        free_after = twins = 0
+        room_after = absorb_c = absorb_s = 0.0
+        key_next = None
         for i in range(n_nodes - 1, -1, -1):
-            twins[i] = twins[i + 1] + 1 if i + 1 < n_nodes and keys[i + 1] == keys[i] else 0
-            f = free[i]
-            free_after[i] = free_after[i + 1] + f
+            k = nodes[i]
+            r = res[k]
+            key = sig[k]
+            twins = twins + 1 if key == key_next else 0
+            f = cap[k] - used[k]
+            room = lim_c - r[0]
+            share = (room if room > 0.0 else 0.0) if lim_c != math.inf else float(f)
+            recs[i] = (i > 0 and sig[nodes[i - 1]] == key, k, f, twins, free_after, share, room_after + share,
+                       absorb_c, absorb_s, n_nodes - i)
+            free_after += f
+            room_after += share
             f = f if f < most else most
-            absorb_c[i] = absorb_c[i + 1] + min(room[i], top_c[f])
-            absorb_s[i] = absorb_s[i + 1] + min(lim_s - res[nodes[i]][1], top_s[f])
-            room_after[i] = room_after[i + 1] + share[i]
-        # network added on a node by o's tasks towards its placed downstream operators
-        links = [(self.counts[d], self.par[d]) for d in self.down[o] if self.placed[d]]
-        c, s, net = self.cost[o]
-        after = self.tables[level + 1]
-        ctx = (level, o, nodes, keys, twins, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net,
-               self.forward[o], self.tasks_left[level + 1], self.free_left[level + 1], after[0], after[1], after[2],
-               after[3], after[4], after[5], self.weight[o])
+            absorb_c += room if room < top_c[f] else top_c[f]
+            room = lim_s - r[1]
+            absorb_s += room if room < top_s[f] else top_s[f]
+            key_next = key
+        lim_n, eps_c, eps_s = self.limit[2], self.eps[0], self.eps[1]
+        ctx = (level, recs, links, c, s, net, forward, self.tasks_left[level + 1], self.free_left[level + 1],
+               after[0], after[1], after[2], after[3], after[4], after[5], weight, counts_o,
+               lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig)
         self._inner(ctx, 0, self.par[o], 0, 0.0, 0.0)
 
-    @staticmethod
-    def _added(net: float, forward: bool, k: int, num: int, links) -> float:
-        added = 0.0
-        for counts_d, p in links:
-            n_d = counts_d[k]
-            if forward:
-                added += net * (num - n_d if num > n_d else 0)
-            else:
-                added += net * num * (1.0 - n_d / p)
-        return added
-
     def _inner(self, ctx, i: int, left: int, base: int, fixed_c: float, fixed_s: float) -> None:
-        """Node ``nodes[i]`` gets some of o's ``left`` tasks; ``keys`` are the nodes' contents
-        before o, ``base`` the previous node's count (symmetric nodes: non-decreasing);
+        """Node ``nodes[i]`` gets some of o's ``left`` tasks; nodes with the same contents before
+        o are symmetric, ``base`` the previous node's count (non-decreasing over them);
         ``fixed_c``/``fixed_s`` what the nodes before i can still absorb of the later tasks."""
-        (level, o, nodes, keys, twins, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net, forward,
-         tasks_next, free_next, low_c, low_s, top_c, top_s, need_c, need_s, weight) = ctx
-        same = 0 < i < len(nodes) and keys[i - 1] == keys[i]
+        (level, recs, links, c, s, net, forward, tasks_next, free_next, low_c, low_s, top_c, top_s, need_c, need_s,
+         weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig) = ctx
+        same, k, free, twins, free_after, share, weight_after, absorb_c, absorb_s, n_rest = recs[i]
         if left == 0:
             if not (same and base > 0):  # CAPS's corner case: a twin of the last node would get 0
-                self._close(level, o)
+                self._close(level)
             return
-        k = nodes[i]
-        hi = left if left < free[i] else free[i]
-        if twins[i] and hi * (twins[i] + 1) > left:  # the twins after i take at least as many
-            hi = left // (twins[i] + 1)
-        at_least = left - free_after[i + 1]
+        hi = left if left < free else free
+        if twins and hi * (twins + 1) > left:  # the twins after i take at least as many
+            hi = left // (twins + 1)
+        at_least = left - free_after
         if at_least < 0:
             at_least = 0
         if same:
@@ -258,18 +297,18 @@ class _Search:
                 return
             if at_least < base:
                 at_least = base
-        res = self.res[k]
-        lim_c, lim_s, lim_n = self.limit
+        res = res[k]
+        have_c, have_s, have_n = res
         # CAPS's threshold rule: counts from at_least up until a node's cost exceeds a threshold
-        if c > 0 and res[0] + c * hi > lim_c:
-            hi = _most(res[0], c, lim_c, hi)
-        if s > 0 and res[1] + s * hi > lim_s:
-            hi = _most(res[1], s, lim_s, hi)
-        if links and hi >= at_least and res[2] + self._added(net, forward, k, hi, links) > lim_n:
+        if c > 0 and have_c + c * hi > lim_c:
+            hi = _most(have_c, c, lim_c, hi)
+        if s > 0 and have_s + s * hi > lim_s:
+            hi = _most(have_s, s, lim_s, hi)
+        if links and hi >= at_least and have_n + _added(net, forward, k, hi, links) > lim_n:
             ok, bad = at_least - 1, hi
             while bad - ok > 1:
                 mid = (ok + bad) // 2
-                if res[2] + self._added(net, forward, k, mid, links) > lim_n:
+                if have_n + _added(net, forward, k, mid, links) > lim_n:
                     bad = mid
                 else:
                     ok = mid
@@ -277,18 +316,15 @@ class _Search:
         if hi < at_least:
             self.work += 1
             return
-        eps_c, eps_s = self.eps[0], self.eps[1]
-        weight_after = room_after[i]
-        target = int(left * share[i] / weight_after) if weight_after > 0 else left // (len(nodes) - i)
+        target = int(left * share / weight_after) if weight_after > 0 else left // n_rest
         target = hi if target > hi else at_least if target < at_least else target
-        counts_o, used, sig = self.counts[o], self.used, self.sig
         for num in (target,) if hi == at_least else _outward(target, at_least, hi):
             self.work += 1
             if self.work > self.work_limit:
                 self.stop = True
                 return
-            cost_c, cost_s = res[0] + c * num, res[1] + s * num
-            f = free[i] - num
+            cost_c, cost_s = have_c + c * num, have_s + s * num
+            f = free - num
             must = tasks_next - free_next + f
             if must > 0 and (cost_c + low_c[must] > lim_c + eps_c or cost_s + low_s[must] > lim_s + eps_s):
                 continue
@@ -298,13 +334,13 @@ class _Search:
             now_c = fixed_c + (room_c if room_c < top_c[f] else top_c[f])
             now_s = fixed_s + (room_s if room_s < top_s[f] else top_s[f])
             rest = left - num
-            if (now_c + absorb_c[i + 1] + eps_c < rest * c + need_c
-                    or now_s + absorb_s[i + 1] + eps_s < rest * s + need_s):
+            if (now_c + absorb_c + eps_c < rest * c + need_c
+                    or now_s + absorb_s + eps_s < rest * s + need_s):
                 continue
-            added = self._added(net, forward, k, num, links) if links else 0.0
             res[0] = cost_c
             res[1] = cost_s
-            res[2] += added
+            if links:
+                res[2] = have_n + _added(net, forward, k, num, links)
             counts_o[k] = num
             used[k] += num
             sig[k] += num * weight
@@ -312,38 +348,37 @@ class _Search:
             sig[k] -= num * weight
             used[k] -= num
             counts_o[k] = 0
-            res[0] -= c * num
-            res[1] -= s * num
-            res[2] -= added
+            res[0], res[1], res[2] = have_c, have_s, have_n
             if self.stop:
                 return
 
-    def _close(self, level: int, o: int) -> None:
-        """All of o's tasks are placed: charge the links from placed upstream operators."""
-        res, lim_n = self.res, self.limit[2]
-        ups = [(self.counts[u], self.cost[u][2], self.forward[u]) for u in self.up[o] if self.placed[u]]
-        if ups:
-            counts_o, p = self.counts[o], self.par[o]
-            extra = []
-            for k, n_o in enumerate(counts_o):
-                added = 0.0
-                for counts_u, net, forward in ups:
-                    n_u = counts_u[k]
-                    if forward:
-                        added += net * (n_u - n_o if n_u > n_o else 0)
-                    else:
-                        added += net * n_u * (1.0 - n_o / p)
-                if res[k][2] + added > lim_n:
-                    return
-                extra.append(added)
-            for k, added in enumerate(extra):
-                res[k][2] += added
-        self.placed[o] = True
+    def _close(self, level: int) -> None:
+        """All of the level's operator's tasks are placed: charge the links from placed upstream
+        operators."""
+        _, _, _, _, _, _, _, ups, counts_o = self.steps[level]
+        if not ups:
+            self._outer(level + 1)
+            return
+        res, lim_n, p = self.res, self.limit[2], self.par[self.steps[level][0]]
+        before = [r[2] for r in res]
+        totals = []
+        for k, n_o in enumerate(counts_o):
+            added = 0.0
+            for counts_u, net, forward in ups:
+                n_u = counts_u[k]
+                if forward:
+                    added += net * (n_u - n_o if n_u > n_o else 0)
+                else:
+                    added += net * n_u * (1.0 - n_o / p)
+            total = before[k] + added
+            if total > lim_n:
+                return
+            totals.append(total)
+        for r, total in zip(res, totals):
+            r[2] = total
         self._outer(level + 1)
-        self.placed[o] = False
-        if ups:
-            for k, added in enumerate(extra):
-                res[k][2] -= added
+        for r, total in zip(res, before):
+            r[2] = total
 
     def _record(self) -> None:
         result = self.result
@@ -361,18 +396,17 @@ class _Search:
             self.stop = True
 
 
-def _head(ops: list[int], par: list[int], cost: list[tuple], dim: int, width: int) -> list[float]:
-    """Prefix sums of the first ``width`` tasks of ``ops`` in that order, in dimension ``dim``."""
-    out, total, n = [0.0], 0.0, 0
-    for o in ops:
-        x = cost[o][dim]
-        for _ in range(min(par[o], width - n)):
-            total += x
-            out.append(total)
-        n = len(out) - 1
-        if n >= width:
-            break
-    return out
+def _added(net: float, forward: bool, k: int, num: int, links) -> float:
+    """Network added on node ``k`` by ``num`` tasks of an operator towards its placed downstream
+    operators (``links``: their counts per node and parallelism)."""
+    added = 0.0
+    for counts_d, p in links:
+        n_d = counts_d[k]
+        if forward:
+            added += net * (num - n_d if num > n_d else 0)
+        else:
+            added += net * num * (1.0 - n_d / p)
+    return added
 
 
 def _most(have: float, per: float, limit: float, at_most: int) -> int:
@@ -402,11 +436,12 @@ def _outward(start: int, lo: int, hi: int):
 
 
 def search(profile: ContentionProfile, limits: np.ndarray, alpha, work_limit: int,
-           first_only: bool = False, bases: tuple[np.ndarray, np.ndarray] | None = None) -> SearchResult:
+           first_only: bool = False, bases: tuple[np.ndarray, np.ndarray] | None = None,
+           tables: Lookahead | None = None) -> SearchResult:
     """One CAPS search with thresholds from ``alpha`` (compute, state, network ratios);
-    ``bases`` are :func:`threshold_bases` when the caller has them."""
+    ``bases`` (:func:`threshold_bases`) and ``tables`` when the caller has them."""
     low, high = bases or threshold_bases(profile, len(limits), int(np.max(limits)))
-    return _Search(profile, limits, thresholds(low, high, alpha), work_limit, first_only).run()
+    return _Search(profile, limits, thresholds(low, high, alpha), work_limit, first_only, tables).run()
 
 
 def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granularity: float, rate: float,
@@ -414,16 +449,17 @@ def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granular
     """CAPS's two-phase auto-tuning (module docstring); returns the final search, its alphas
     and how many searches each phase ran."""
     bases = threshold_bases(profile, len(limits), int(np.max(limits)))
+    tables = Lookahead(profile, limits)
 
     def works(alpha) -> bool:
-        return search(profile, limits, alpha, probe_work, first_only=True, bases=bases).found > 0
+        return search(profile, limits, alpha, probe_work, first_only=True, bases=bases, tables=tables).found > 0
 
     ceiling = np.minimum(np.asarray(ceilings, dtype=np.float64), 1.0)
     relaxed = 0
     while not works(ceiling):
         if np.all(ceiling >= 1.0):
             # CAPS would retry forever; without thresholds the first plan of the search is taken
-            result = _Search(profile, limits, np.full(3, np.inf), probe_work, True).run()
+            result = _Search(profile, limits, np.full(3, np.inf), probe_work, True, tables).run()
             if not result.plans:
                 raise InfeasibleError("caps: no plan within probe_work even without thresholds")
             return result, np.full(3, np.inf), {"relax_ceiling": relaxed, "unbounded": True}
@@ -445,7 +481,7 @@ def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granular
         calls[dim] = count
     alpha, rounds = minimum.copy(), 1
     while True:
-        result = search(profile, limits, alpha, work_limit, bases=bases)
+        result = search(profile, limits, alpha, work_limit, bases=bases, tables=tables)
         if result.plans:
             break
         if np.all(alpha >= 1.0):
@@ -457,37 +493,39 @@ def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granular
 
 
 def placement_from_counts(graph: TaskGraph, cluster: Cluster, profile: ContentionProfile,
-                          counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tasks onto nodes by operator counts: a ``FORWARD`` partner of equal parallelism already
-    assigned puts task i beside its partner's task i where counts allow; then rank order.
-    Worker slots are used round robin on each node."""
+                          counts) -> tuple[np.ndarray, np.ndarray]:
+    """Tasks onto nodes by operator counts (rows per operator, one count per node): a
+    ``FORWARD`` partner of equal parallelism already assigned puts task i beside its partner's
+    task i where counts allow; then rank order. Worker slots are used round robin on each node."""
     n_ops, n_nodes = profile.n_operators, cluster.n_nodes
-    node_of = [-1] * graph.n_tasks
-    tasks: list[list[int]] = [[] for _ in range(n_ops)]
-    for t, o in enumerate(graph.task_operator.tolist()):
-        tasks[o].append(t)
-    partners: list[set[int]] = [set() for _ in range(n_ops)]
+    rows = counts.tolist() if isinstance(counts, np.ndarray) else counts
+    par = profile.parallelism
+    partner: list[int | None] = [None] * n_ops  # the first earlier FORWARD partner of equal parallelism
     for o, d, kind in profile.links():
-        if kind == "FORWARD" and profile.parallelism[o] == profile.parallelism[d]:
-            partners[o].add(d)
-            partners[d].add(o)
-    done: list[int] = []
-    for o, want in enumerate(np.asarray(counts).tolist()):
-        mine = tasks[o]
-        partner = next((x for x in done if x in partners[o]), None)
-        if partner is not None:
-            for t, twin in zip(mine, tasks[partner]):
+        if kind == "FORWARD" and par[o] == par[d]:
+            first, second = min(o, d), max(o, d)
+            if partner[second] is None or first < partner[second]:
+                partner[second] = first
+    tasks: list[list[int]] = [[] for _ in range(n_ops)]
+    task_operator = graph.task_operator.tolist()
+    for t, o in enumerate(task_operator):
+        tasks[o].append(t)
+    node_of = [-1] * len(task_operator)
+    for o, want in enumerate(rows):
+        rest = tasks[o]
+        if partner[o] is not None:
+            want, rest = list(want), []
+            for t, twin in zip(tasks[o], tasks[partner[o]]):
                 k = node_of[twin]
                 if want[k] > 0:
                     node_of[t] = k
                     want[k] -= 1
-        rest = iter(t for t in mine if node_of[t] < 0)
-        for k in range(n_nodes):
-            for _ in range(want[k]):
-                node_of[next(rest)] = k
-        done.append(o)
+                else:
+                    rest.append(t)
+        for t, k in zip(rest, chain.from_iterable(repeat(k, w) for k, w in enumerate(want))):
+            node_of[t] = k
     slots, seen = cluster.slots.tolist(), [0] * n_nodes
-    worker_of = [NO_WORKER] * graph.n_tasks
+    worker_of = [NO_WORKER] * len(node_of)
     for t, k in enumerate(node_of):
         if slots[k] > 0:
             worker_of[t] = seen[k] % slots[k]
@@ -539,18 +577,16 @@ class CapsScheduler(Scheduler):
                 why = "searched every plan" if result.exhausted else f"stopped at work_limit={params['work_limit']}"
                 raise InfeasibleError(f"caps: no plan of {graph.name!r} within alpha=({', '.join(f'{a:g}' for a in alpha)}) "
                                       f"({why}); raise the alphas or use autotune=true")
-        low, high = bases
-        span = np.where(high - low > 0, high - low, 1.0)
+        span = [h - lo if h - lo > 0 else 1.0 for lo, h in zip(*(b.tolist() for b in bases))]
+        plans = result.plans
         if params["pick"] == "random":
-            chosen = result.plans[int(np.random.default_rng(seed).integers(len(result.plans)))]
+            chosen = plans[int(np.random.default_rng(seed).integers(len(plans)))]
         else:
-            chosen = min(result.plans, key=lambda plan: (float((plan[0] / span).sum()), tuple(plan[0])))
+            chosen = min(plans, key=lambda plan: (sum(x / w for x, w in zip(plan[0], span)), plan[0]))
         node_of, worker_of = placement_from_counts(graph, cluster, profile, chosen[1])
-        per_node = costs_from_counts(profile, chosen[1])
         metadata = {
-            "contention": bottleneck(per_node), "alpha": [float(a) for a in alpha],
-            "pareto_front": [dict(zip(DIMENSIONS, map(float, p))) for p, _ in
-                             sorted(result.plans, key=lambda plan: tuple(plan[0]))],
+            "contention": dict(zip(DIMENSIONS, chosen[0])), "alpha": [float(a) for a in alpha],
+            "pareto_front": [dict(zip(DIMENSIONS, cost)) for cost in sorted(cost for cost, _ in plans)],
             "plans_found": result.found, "work": result.work, "work_to_first": result.work_to_first,
             "seconds_to_first": result.seconds_to_first, "search_seconds": time.perf_counter() - started,
             "exhausted": result.exhausted, "measured": list(profile.measured),
@@ -584,8 +620,8 @@ def exact_contention_placement(graph: TaskGraph, cluster: Cluster, *, objective:
     if warm_start:
         try:
             result, _, _ = auto_tune(profile, limits, (0.07, 0.07, 0.5), 0.01, 0.2, 2_000, 20_000)
-            span = np.where(high - low > 0, high - low, 1.0)
-            hint = min(result.plans, key=lambda plan: float((plan[0] / span).sum()))[1]
+            span = [h - lo if h - lo > 0 else 1.0 for lo, h in zip(low.tolist(), high.tolist())]
+            hint = np.array(min(result.plans, key=lambda plan: sum(x / w for x, w in zip(plan[0], span)))[1])
             warm = dict(zip(DIMENSIONS, map(float, costs_from_counts(profile, hint).max(axis=0))))
         except InfeasibleError:
             hint = None
