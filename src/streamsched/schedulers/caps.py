@@ -65,10 +65,11 @@ from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler
 
 def node_limits(graph: TaskGraph, cluster: Cluster) -> np.ndarray:
     """Most tasks each node can take: ``floor(capacity / smallest positive task load)``."""
-    positive = graph.load[graph.load > 0]
-    if positive.size == 0:
+    least = min((x for x in graph.load.tolist() if x > 0), default=None)
+    if least is None:
         return np.full(cluster.n_nodes, graph.n_tasks, dtype=np.int64)
-    return np.minimum(np.floor(cluster.capacity / positive.min() * (1 + 1e-9) + 1e-9), graph.n_tasks).astype(np.int64)
+    return np.array([min(math.floor(c / least * (1 + 1e-9) + 1e-9), graph.n_tasks) for c in cluster.capacity.tolist()],
+                    dtype=np.int64)
 
 
 def threshold_bases(profile: ContentionProfile, n_nodes: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +131,7 @@ class Lookahead:
         for level, o in enumerate(order):
             level_of[o] = level
         n_tasks, slots = sum(par), sum(cap)
-        self.tasks_left = [sum(par[o] for o in order[level:]) for level in range(n_ops + 1)]
+        self.tasks_left = list(accumulate((par[o] for o in reversed(order)), initial=0))[::-1]
         self.free_left = [slots - (n_tasks - n_left) for n_left in self.tasks_left]
         self.by_state = sorted(order, key=lambda o: cost[o][1])  # stable: each level's order filtered
         self.cheapest_compute = self._head(order[::-1], 0)
@@ -205,7 +206,7 @@ class _Search:
         for level, o in enumerate(order):
             links = tuple((counts[d], par[d]) for d in profile.downstream[o] if level_of[d] < level)
             ups = tuple((counts[u], cost[u][2], forward[u]) for u in up[o] if level_of[u] < level)
-            self.steps.append((o, *cost[o], forward[o], weight[o], links, ups, counts[o]))
+            self.steps.append((o, *cost[o], forward[o], weight[o], links, ups, counts[o], par[o]))
         self.tasks_left, self.free_left, self.lookahead = tables.tasks_left, tables.free_left, tables
         self.result = SearchResult()
         self.started = time.perf_counter()
@@ -232,7 +233,7 @@ class _Search:
         if level == len(self.order):
             self._record()
             return
-        o, c, s, net, forward, weight, links, _, counts_o = self.steps[level]
+        _, c, s, net, forward, weight, links, _, counts_o, par_o = self.steps[level]
         cap, used, res, sig = self.cap, self.used, self.res, self.sig
         n_nodes = len(cap)
         nodes = [k for _, _, k in sorted([(-res[k][0], sig[k], k) for k in range(n_nodes)])]
@@ -273,7 +274,7 @@ class _Search:
         ctx = (level, recs, links, c, s, net, forward, self.tasks_left[level + 1], self.free_left[level + 1],
                after[0], after[1], after[2], after[3], after[4], after[5], weight, counts_o,
                lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig)
-        self._inner(ctx, 0, self.par[o], 0, 0.0, 0.0)
+        self._inner(ctx, 0, par_o, 0, 0.0, 0.0)
 
     def _inner(self, ctx, i: int, left: int, base: int, fixed_c: float, fixed_s: float) -> None:
         """Node ``nodes[i]`` gets some of o's ``left`` tasks; nodes with the same contents before
@@ -355,12 +356,11 @@ class _Search:
     def _close(self, level: int) -> None:
         """All of the level's operator's tasks are placed: charge the links from placed upstream
         operators."""
-        _, _, _, _, _, _, _, ups, counts_o = self.steps[level]
+        _, _, _, _, _, _, _, ups, counts_o, p = self.steps[level]
         if not ups:
             self._outer(level + 1)
             return
-        res, lim_n, p = self.res, self.limit[2], self.par[self.steps[level][0]]
-        before = [r[2] for r in res]
+        res, lim_n = self.res, self.limit[2]
         totals = []
         for k, n_o in enumerate(counts_o):
             added = 0.0
@@ -370,10 +370,11 @@ class _Search:
                     added += net * (n_u - n_o if n_u > n_o else 0)
                 else:
                     added += net * n_u * (1.0 - n_o / p)
-            total = before[k] + added
+            total = res[k][2] + added
             if total > lim_n:
                 return
             totals.append(total)
+        before = [r[2] for r in res]
         for r, total in zip(res, totals):
             r[2] = total
         self._outer(level + 1)
@@ -593,8 +594,8 @@ class CapsScheduler(Scheduler):
         }
         if calls:
             metadata["autotune_searches"] = calls
-        load = np.bincount(node_of, weights=graph.load, minlength=cluster.n_nodes)
-        if np.any(load > cluster.capacity * (1 + 1e-9) + 1e-9):
+        load = np.bincount(node_of, weights=graph.load, minlength=cluster.n_nodes).tolist()
+        if any(x > c * (1 + 1e-9) + 1e-9 for x, c in zip(load, cluster.capacity.tolist())):
             raise PackingFailed(f"caps: the plan exceeds a node's capacity (unequal task loads)", node_of, worker_of,
                                 metadata=metadata)
         return Placement.build(node_of, worker_of, metadata)
