@@ -117,46 +117,45 @@ class Lookahead:
     decreasing per-task compute (the search's order) and, per level L (operators ``order[L:]``
     left, built when a search first reaches it), the look-ahead tables of :class:`_Search`: per
     dimension (compute, state) the prefix sums of the cheapest and of the costliest tasks (up to
-    a node's slots: no node takes more) and the total. The cheapest compute tasks of a level
-    are the first of level 0's (the order is by compute), so that table is shared."""
+    a node's slots: no node takes more) and the total. A level's tasks by compute are the tail
+    of level 0's, so its cheapest compute tasks are level 0's cheapest (one shared table)."""
 
     def __init__(self, profile: ContentionProfile, limits):
         self.cost = cost = [tuple(row) for row in profile.cost.tolist()]
         self.par = par = list(profile.parallelism)
         self.cap = cap = [int(x) for x in limits]
         n_ops = len(par)
-        self.width = max(cap)
+        self.width = width = max(cap)
         self.order = order = sorted(range(n_ops), key=lambda o: -cost[o][0])
         self.level_of = level_of = [0] * n_ops
         for level, o in enumerate(order):
             level_of[o] = level
-        n_tasks, slots = sum(par), sum(cap)
+        self.n_tasks, slots = sum(par), sum(cap)
         self.tasks_left = list(accumulate((par[o] for o in reversed(order)), initial=0))[::-1]
-        self.free_left = [slots - (n_tasks - n_left) for n_left in self.tasks_left]
+        self.free_left = [slots - (self.n_tasks - n_left) for n_left in self.tasks_left]
         self.by_state = sorted(order, key=lambda o: cost[o][1])  # stable: each level's order filtered
-        self.cheapest_compute = self._head(order[::-1], 0)
+        self.compute = []  # every task's compute, costliest first
+        for o in order:
+            self.compute += [cost[o][0]] * par[o]
+        self.cheapest_compute = list(accumulate(self.compute[:-width - 1:-1], initial=0.0))
         self.totals = [[cost[o][k] * par[o] for o in order] for k in range(2)]
         self.levels: list[tuple | None] = [None] * (n_ops + 1)
 
     def level(self, level: int) -> tuple:
         """(cheapest compute, cheapest state, costliest compute, costliest state, total compute,
         total state) of the operators from ``level`` on."""
-        level_of = self.level_of
-        by_state = [o for o in self.by_state if level_of[o] >= level]
-        table = (self.cheapest_compute, self._head(by_state, 1), self._head(self.order[level:], 0),
-                 self._head(by_state[::-1], 1), sum(self.totals[0][level:]), sum(self.totals[1][level:]))
+        level_of, cost, par, width = self.level_of, self.cost, self.par, self.width
+        state = []  # the level's tasks' state, cheapest first
+        for o in self.by_state:
+            if level_of[o] >= level:
+                state += [cost[o][1]] * par[o]
+        start = self.n_tasks - self.tasks_left[level]
+        table = (self.cheapest_compute, list(accumulate(state[:width], initial=0.0)),
+                 list(accumulate(self.compute[start:start + width], initial=0.0)),
+                 list(accumulate(state[:-width - 1:-1], initial=0.0)),
+                 sum(self.totals[0][level:]), sum(self.totals[1][level:]))
         self.levels[level] = table
         return table
-
-    def _head(self, ops: list[int], dim: int) -> list[float]:
-        """Prefix sums of the first ``width`` tasks of ``ops`` in that order, in dimension ``dim``."""
-        tasks, width = [], self.width
-        for o in ops:
-            tasks += [self.cost[o][dim]] * self.par[o]
-            if len(tasks) >= width:
-                del tasks[width:]
-                break
-        return list(accumulate(tasks, initial=0.0))
 
 
 class _Search:
