@@ -320,3 +320,41 @@ def test_flink_capture_gives_compute_and_network_per_task_and_says_state_is_not_
     assert kinds["Source: gen[1]"] == "REBALANCE"
     placement = get_scheduler("caps").schedule(reading.graph, reading.cluster)
     assert placement.violations(reading.graph, reading.cluster) == []
+
+
+def test_a_graph_json_keeps_its_contention_profile(tmp_path):
+    """write_graph -> read_graph keeps the profile (costs, link types, measured dimensions);
+    without it the profile would be derived from the weights again, and Q5's state costs
+    (not in the weights) would be lost."""
+    from dataclasses import replace
+
+    from streamsched.model.contention import with_profile
+    from streamsched.model.graph_files import write_graph
+
+    graph = workloads.workload("caps-Q5")
+    assert graph.contention.cost[:, 1].max() > 0
+    assert profile_from_graph(replace(graph, contention=None)).cost[:, 1].max() == 0  # derived: no state
+    path = tmp_path / "q5.json"
+    write_graph(graph, path)
+    back = read_graph(path)
+
+    def by_name(profile):  # the file lists operators in its own order: compare them by name
+        names = profile.operator_names
+        return {name: (profile.parallelism[o], tuple(profile.cost[o]), profile.outbound[o],
+                       sorted(names[d] for d in profile.downstream[o])) for o, name in enumerate(names)}
+
+    assert by_name(back.contention) == by_name(graph.contention) and len(by_name(graph.contention)) == 5
+    assert back.contention.measured == graph.contention.measured
+    assert profile_from_graph(back) is back.contention
+    measured = with_profile(graph, replace(graph.contention, measured=("compute", "network")))
+    write_graph(measured, path)
+    assert read_graph(path).contention.measured == ("compute", "network")
+    document = json.loads(path.read_text())
+    document["contention"]["operators"][0]["parallelism"] += 1
+    path.write_text(json.dumps(document))
+    with pytest.raises(InputError, match=r"q5\.json: contention: the contention profile's parallelism differs"):
+        read_graph(path)
+    document["contention"]["operators"][0]["compute"] = -1.0
+    path.write_text(json.dumps(document))
+    with pytest.raises(InputError, match=r"q5\.json: contention\.operators: \[0\] \(id '0'\)\.compute: cost -1 is negative"):
+        read_graph(path)

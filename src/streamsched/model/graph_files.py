@@ -206,16 +206,17 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
             task_info, table_unit = _tasks_from_table(_records_table(data["tasks"], path, "tasks"), path)
         unit = _one_unit(path, data.get("load_unit"), table_unit)
         name = name if data.get("name") is None else data["name"]
+        contention = data.get("contention")
     elif suffix in (".csv", ".parquet"):
         edges = _read_table(path)
         tasks_file = Path(tasks) if tasks is not None else tasks_path_for(path)
-        task_info, unit = None, TASKS
+        task_info, unit, contention = None, TASKS, None
         if tasks is not None or tasks_file.exists():
             task_info, table_unit = _tasks_from_table(_read_table(tasks_file), tasks_file)
             unit = _one_unit(tasks_file, None, table_unit)
     else:
         raise InputError(f"{path}: unknown graph format {suffix!r} (use .csv, .json or .parquet)")
-    return _assemble(
+    graph = _assemble(
         name, path,
         _column(edges, path, "src", np.int64),
         _column(edges, path, "dst", np.int64),
@@ -224,6 +225,20 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
         task_info,
         unit,
     )
+    return graph if contention is None else _with_contention(graph, contention, path)
+
+
+def _with_contention(graph: TaskGraph, document: dict, path: Path) -> TaskGraph:
+    """``graph`` with the contention profile of its JSON's ``contention`` field (CAPSys's
+    profile records and the dimensions that were measured)."""
+    from dataclasses import replace
+
+    from streamsched.model.contention import in_operator_order, read_caps_profile, with_profile
+
+    where = f"{path}: contention"
+    profile = read_caps_profile(document["operators"], f"{where}.operators")
+    profile = in_operator_order(replace(profile, measured=tuple(document["measured"])), graph.operator_names, where)
+    return with_profile(graph, profile, where)
 
 
 def _records_table(records: list[dict], path: Path, field: str) -> pa.Table:
@@ -271,6 +286,11 @@ def write_graph(graph: TaskGraph, path: str | Path) -> None:
     if suffix == ".json":
         document = {"name": graph.name, "load_unit": graph.load_unit, "tasks": tasks.to_pylist(),
                     "edges": edges.to_pylist()}
+        if graph.contention is not None:  # CSV and Parquet have no place for it: derived again when read
+            from streamsched.model.contention import caps_records
+
+            document["contention"] = {"measured": list(graph.contention.measured),
+                                      "operators": caps_records(graph.contention)}
         validate(document, "graph", str(path), written=True)
         path.write_text(json.dumps(document))
         return
