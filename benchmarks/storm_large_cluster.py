@@ -59,7 +59,7 @@ def run(set_id: str, scheduler_name: str) -> dict:
     else:
         scheduler = get_scheduler(scheduler_name, strict=True)
     start = time.perf_counter()
-    placements = schedule_many(scheduler, graphs, cluster, skip_infeasible=True)
+    placements = schedule_many(scheduler, graphs, cluster, skip_infeasible=True, order=nimbus.priority_order(topologies))
     first_s = time.perf_counter() - start
     placed = sum(p is not None for p in placements)
     second = reschedule_each(scheduler, graphs, cluster, placements)
