@@ -1,0 +1,178 @@
+"""storm-ras (Storm's DefaultResourceAwareStrategy): Storm's executor order and rack-first node
+order by hand, the first-fit shortcut against a full sort, Storm's refusal of topologies with
+as many executors as states, the priority order, and TestLargeCluster's assertions (every
+executor placed, no node, slot or worker over its limits) on the real sets, checked by an
+independent checker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamsched import workloads
+from streamsched.engines.storm import nimbus
+from streamsched.errors import InfeasibleError
+from streamsched.model import Cluster, Node, TaskGraph
+from streamsched.schedulers import get_scheduler
+from streamsched.schedulers.base import reschedule_each, schedule_many
+from streamsched.schedulers.storm_ras import lexicographic_first, storm_executor_order
+
+PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers" / "storm-clusterconf"
+if not PEERS.is_dir():
+    PEERS = Path("/work/shared/peers/storm-clusterconf")
+needs_peers = pytest.mark.skipif(not PEERS.is_dir(), reason="Storm's clusterconf files are not beside the project")
+
+
+def cores_graph(name, operators, task_operator, cpu_pct, memory_mb, src=(), dst=()):
+    n = len(task_operator)
+    return TaskGraph.build(name, operators, task_operator, np.full(n, cpu_pct / 100.0), list(src), list(dst),
+                           [1.0] * len(src), memory_mb=np.full(n, memory_mb), load_unit="cores")
+
+
+def test_storm_executor_order_by_hand():
+    """A(2) -> B(3) -> C(1), A -> D(1). Connections: B 2*3 + 1*3 = 9, A 3*2 + 1*2 = 8, C 3, D 2.
+    B first, its neighbours fewest executors first (C, then A): B0 C0 A0, B1 A1, B2; then A with
+    D and B: D0. Tasks: A 0-1, B 2-4, C 5, D 6."""
+    graph = cores_graph("g", ("A", "B", "C", "D"), [0, 0, 1, 1, 1, 2, 3], 10, 128,
+                        src=[0, 0, 0, 1, 1, 1, 2, 3, 4, 0, 1], dst=[2, 3, 4, 2, 3, 4, 5, 5, 5, 6, 6])
+    assert storm_executor_order(graph) == [2, 5, 0, 3, 1, 4, 6]
+
+
+def test_system_components_come_last():
+    graph = cores_graph("g", ("__acker", "s", "b"), [0, 1, 2, 2], 10, 128, src=[1, 1, 2, 3], dst=[2, 3, 0, 0])
+    assert storm_executor_order(graph) == [2, 1, 3, 0]
+
+
+def test_racks_sorted_by_mean_then_min_share_as_storm_common_sort():
+    """Storm's RAS overview example racks (one supervisor each; CPU %, MB):
+    rack-0 4000/80000, rack-1 2000/40000, rack-2 0/80000, rack-3 100/200000, rack-4 6100/10000;
+    cluster 12200 % / 410000 MB. Mean shares: rack-4 (50.00 + 2.44) / 2 = 26.22 %, rack-0
+    (32.79 + 19.51) / 2 = 26.15 %, rack-3 (0.82 + 48.78) / 2 = 24.80 %, rack-1 13.07 %, rack-2
+    9.76 %: the COMMON sort (mean first) takes rack-4, rack-0, rack-3, rack-1, rack-2 (the
+    overview's older min-first order would be rack-0, rack-1, rack-4, rack-3, rack-2)."""
+    racks = {"rack-0": (40, 80000), "rack-1": (20, 40000), "rack-2": (0, 80000), "rack-3": (1, 200000),
+             "rack-4": (61, 10000)}
+    nodes = tuple(Node(f"n{r}", capacity=float(c), cores=c, ram_mb=float(m), slots=4, rack=r)
+                  for r, (c, m) in racks.items())
+    cluster = Cluster("docs", nodes, capacity_unit="cores")
+    order = []
+    # one executor of 10 % and 1 MB per topology, each topology alone on the full cluster
+    for _ in range(4):
+        graph = cores_graph("one", ("s",), [0], 10, 1)
+        placement = get_scheduler("storm-ras", strict=True).schedule(graph, _without(cluster, order))
+        order.append(int(placement.node_of[0]))
+    assert [nodes[k].rack for k in order] == ["rack-4", "rack-0", "rack-3", "rack-1"]  # rack-2 has no CPU
+
+
+def _without(cluster: Cluster, taken: list[int]) -> Cluster:
+    """``cluster`` with the nodes in ``taken`` left without slots (still counted in their racks)."""
+    return Cluster(cluster.name, tuple(Node(n.name, n.capacity, cores=n.cores, ram_mb=n.ram_mb, rack=n.rack,
+                                            slots=0 if k in taken else n.slots)
+                                       for k, n in enumerate(cluster.nodes)), cluster.capacity_unit)
+
+
+def test_a_topology_fills_a_node_then_its_rack_before_another_rack():
+    """Rack r1: n0 and n1 with 4 cores, 4096 MB; rack r2: n2 with 6 cores, 6144 MB. Five
+    executors of 150 % and 1024 MB. r1 has 8/14 of the CPU and memory, so n0 takes the first;
+    its count keeps it first until its 100 % left cannot hold one; n1 (same rack, which holds
+    executors) takes two; then r2. R-Storm's one node order (n2 most available) starts on n2."""
+    cluster = Cluster("c", (Node("n0", 4.0, cores=4, ram_mb=4096, rack="r1"), Node("n1", 4.0, cores=4, ram_mb=4096,
+                                                                                    rack="r1"),
+                            Node("n2", 6.0, cores=6, ram_mb=6144, rack="r2")), capacity_unit="cores")
+    graph = cores_graph("five", ("s",), [0] * 5, 150, 1024)
+    assert get_scheduler("storm-ras").schedule(graph, cluster).node_of.tolist() == [0, 0, 1, 1, 2]
+    assert get_scheduler("r-storm").schedule(graph, cluster).node_of.tolist()[0] == 2
+
+
+def test_lexicographic_first_is_the_first_of_a_full_sort():
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        keys = [rng.integers(0, 3, n).astype(float) for _ in range(4)]
+        mask = rng.random(n) < 0.6
+        ranked = np.lexsort(keys[::-1])
+        first = [int(k) for k in ranked if mask[k]]
+        assert lexicographic_first(keys, np.flatnonzero(mask)) == (first[0] if first else -1)
+
+
+def test_backtracking_finds_the_fit_a_greedy_pass_misses():
+    """Two nodes of 2 cores in one rack; executors of 100 %, 50 %, 150 %, 100 % in that order.
+    Greedy: a takes 100 + 50 (its count keeps it first), b 150, and the last 100 fits nowhere.
+    Backtracking: the 150 % has no other node; the 50 % moves to b; then the 150 % goes to b
+    and the last 100 % to a. States (placements made): 3, then 50 % again, 150 %, 100 %: 6."""
+    cluster = Cluster("c", (Node("a", 2.0, cores=2, ram_mb=4096), Node("b", 2.0, cores=2, ram_mb=4096)), "cores")
+    graph = TaskGraph.build("bt", ("s",), [0] * 4, [1.0, 0.5, 1.5, 1.0], [], [], [], memory_mb=[10.0] * 4,
+                            load_unit="cores")
+    placement = get_scheduler("storm-ras", strict=True).schedule(graph, cluster)
+    assert placement.node_of.tolist() == [0, 1, 1, 0] and placement.metadata["states"] == 6
+
+
+def test_storm_refuses_as_many_executors_as_states():
+    cluster = Cluster("c", (Node("a", 8.0, cores=8, ram_mb=8192),), "cores")
+    graph = cores_graph("three", ("s",), [0] * 3, 10, 10)
+    with pytest.raises(InfeasibleError, match="3 executors, not fewer than max_state_search 3"):
+        get_scheduler("storm-ras", strict=True, max_state_search=3).schedule(graph, cluster)
+    assert get_scheduler("storm-ras", strict=True, max_state_search=4).schedule(graph, cluster).node_of.tolist() == [0] * 3
+
+
+def test_schedule_many_follows_the_order_and_answers_in_graph_order():
+    """One node with 2 cores: the graph placed first takes it, the other finds no room."""
+    cluster = Cluster("c", (Node("a", 2.0, cores=2, ram_mb=8192, slots=4),), "cores")
+    graphs = [cores_graph("x", ("s",), [0], 150, 10), cores_graph("y", ("s",), [0], 150, 10)]
+    scheduler = get_scheduler("storm-ras", strict=True)
+    assert [p is not None for p in schedule_many(scheduler, graphs, cluster, skip_infeasible=True)] == [True, False]
+    assert [p is not None for p in schedule_many(scheduler, graphs, cluster, skip_infeasible=True,
+                                                 order=[1, 0])] == [False, True]
+    with pytest.raises(ValueError, match="no ordering"):
+        schedule_many(scheduler, graphs, cluster, order=[0, 0])
+
+
+@needs_peers
+def test_priority_order_of_the_large_cluster_sets():
+    """topology.priority in the confs: largeCluster01 has TopologyName00026 at 0 and
+    TopologyName00039 at 2, every other at 29; largeCluster03 TopologyName00048 at 2."""
+    one = nimbus.read_dir(PEERS / "largeCluster01", executors="hint")
+    order = [one[k].topology_id for k in nimbus.priority_order(one)]
+    assert order[:3] == ["TopologyName00026", "TopologyName00039", "TopologyName00000"]
+    assert order[2:] == sorted(order[2:])
+    three = nimbus.read_dir(PEERS / "largeCluster03", executors="hint")
+    assert three[nimbus.priority_order(three)[0]].topology_id == "TopologyName00048"
+
+
+def check_set(graphs, placements, cluster):
+    """TestLargeCluster's assertions, independently: every executor placed; per node CPU
+    (% of a core) and memory within the supervisor's, at most its slots in use and no slot
+    shared by two topologies; each worker's heap within its topology's limit."""
+    cpu, memory, owner = np.zeros(cluster.n_nodes), np.zeros(cluster.n_nodes), {}
+    for k, (graph, placement) in enumerate(zip(graphs, placements)):
+        assert np.all(placement.node_of >= 0) and np.all(placement.worker_of >= 0)
+        for task in range(graph.n_tasks):
+            node = int(placement.node_of[task])
+            cpu[node] += graph.load[task] * 100
+            memory[node] += graph.memory_mb[task]
+        for node, worker in set(zip(placement.node_of.tolist(), placement.worker_of.tolist())):
+            assert owner.setdefault((node, worker), k) == k
+            assert 0 <= worker < cluster.nodes[node].slots
+            heap = sum(graph.onheap_mb[t] for t in range(graph.n_tasks)
+                       if placement.node_of[t] == node and placement.worker_of[t] == worker)
+            assert heap <= graph.worker_heap_mb + 1e-6
+    for k, node in enumerate(cluster.nodes):
+        assert cpu[k] <= node.cores * 100 + 1e-6 and memory[k] <= node.ram_mb + 1e-6
+
+
+@needs_peers
+def test_largecluster03_fully_scheduled_and_rescheduled_as_storm_asserts():
+    """Storm's TestLargeCluster on largeCluster03 with the default strategy: all 50 topologies
+    fully scheduled (priority order), then each removed and scheduled again."""
+    topologies = nimbus.read_dir(PEERS / "largeCluster03", executors="hint")
+    graphs = [t.graph for t in topologies]
+    cluster = workloads.cluster("storm-large-03")
+    scheduler = get_scheduler("storm-ras", strict=True)
+    placements = schedule_many(scheduler, graphs, cluster, order=nimbus.priority_order(topologies))
+    assert len(placements) == 50
+    check_set(graphs, placements, cluster)
+    again = reschedule_each(scheduler, graphs, cluster, placements)
+    assert [reason for _, reason, _ in again] == [None] * 50
+    check_set(graphs, [p for p, _, _ in again], cluster)
