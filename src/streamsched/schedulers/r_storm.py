@@ -212,20 +212,20 @@ class _Search:
         self.count = np.zeros(self.cpu.size, dtype=np.int64)  # the topology's executors per node position
         self.worker = np.full(graph.n_tasks, 0 if self.limit <= 0 else -1, np.int32)
 
-    def fits(self, task: int, start: int = 0) -> np.ndarray:
-        """Whether ``task`` fits, for the node positions ``start``, ``start + 1``, ..."""
+    def fits(self, task: int, at: slice | np.ndarray = slice(None)) -> np.ndarray:
+        """Whether ``task`` fits, for the node positions ``at`` (a slice or an index array)."""
         tol = self.TOLERANCE
-        fits = ((self.cpu[start:] + tol >= self.need_cpu[task]) & (self.mem[start:] + tol >= self.need_mem[task])
-                & (self.room[start:] >= self.graph.load[task]))
+        fits = ((self.cpu[at] + tol >= self.need_cpu[task]) & (self.mem[at] + tol >= self.need_mem[task])
+                & (self.room[at] >= self.graph.load[task]))
         if self.limit > 0:
             h = self.heap[task]
-            fits &= (self.least_heap[start:] + h <= self.limit + tol) | (
-                (self.opened[start:] < self.slots[start:]) & (h <= self.limit + tol))
+            fits &= (self.least_heap[at] + h <= self.limit + tol) | (
+                (self.opened[at] < self.slots[at]) & (h <= self.limit + tol))
         return fits
 
     def first_fit(self, task: int, start: int) -> int:
         """The first node position >= ``start`` where ``task`` fits, or -1."""
-        fits = self.fits(task, start)
+        fits = self.fits(task, slice(start, None))
         hit = int(np.argmax(fits)) if fits.size else 0
         return start + hit if fits.size and fits[hit] else -1
 

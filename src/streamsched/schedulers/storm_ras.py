@@ -92,12 +92,15 @@ def availability(cpu: np.ndarray, mem: np.ndarray, cpu_total: np.ndarray, mem_to
     """(mean, min) of an object's shares of the available CPU and memory of what holds it
     (``calculateAveragePercentageUsedBy`` / ``calculateMinPercentageUsedBy``): a resource with
     none available there is left out; with neither, the mean and min are 1."""
-    shares = [np.divide(have, total, out=np.zeros_like(have), where=total > 0)
-              for have, total in ((cpu, cpu_total), (mem, mem_total))]
-    counted = (cpu_total > 0).astype(np.float64) + (mem_total > 0)
-    mean = np.divide(shares[0] + shares[1], counted, out=np.ones_like(shares[0]), where=counted > 0)
-    low = np.minimum(np.where(cpu_total > 0, shares[0], 1.0), np.where(mem_total > 0, shares[1], 1.0))
-    return mean, low
+    has_cpu, has_mem = cpu_total > 0, mem_total > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cpu_share, mem_share = cpu / cpu_total, mem / mem_total
+    if has_cpu.all() and has_mem.all():
+        return (cpu_share + mem_share) / 2, np.minimum(cpu_share, mem_share)
+    cpu_share, mem_share = np.where(has_cpu, cpu_share, 0.0), np.where(has_mem, mem_share, 0.0)
+    counted = has_cpu.astype(np.float64) + has_mem
+    mean = np.where(counted > 0, (cpu_share + mem_share) / np.maximum(counted, 1), 1.0)
+    return mean, np.minimum(np.where(has_cpu, cpu_share, 1.0), np.where(has_mem, mem_share, 1.0))
 
 
 class RackFirst:
@@ -110,46 +113,71 @@ class RackFirst:
         racks = sorted({n.rack for n in cluster.nodes})
         rack_of = np.array([racks.index(n.rack) for n in cluster.nodes], dtype=np.int64)
         self.rack, self.n_racks = rack_of[nodes], len(racks)
+        self.members = [np.flatnonzero(self.rack == r) for r in range(self.n_racks)]
         outside = np.ones(cluster.n_nodes, dtype=bool)
         outside[nodes] = False
         self.static_cpu = np.bincount(rack_of[outside], cpu[outside], minlength=self.n_racks)
         self.static_mem = np.bincount(rack_of[outside], mem[outside], minlength=self.n_racks)
-        self.index = np.arange(len(nodes))
-        self.keys: list[np.ndarray] | None = None
-
-    def sort_keys(self) -> list[np.ndarray]:
-        """Ascending keys of every node position: rack rank, then the node's count, mean share
-        and min share (negated: most first); the position breaks the last ties."""
-        s = self.search
-        rack_cpu = self.static_cpu + np.bincount(self.rack, s.cpu, minlength=self.n_racks)
-        rack_mem = self.static_mem + np.bincount(self.rack, s.mem, minlength=self.n_racks)
-        rack_count = np.bincount(self.rack, s.count, minlength=self.n_racks)
-        total_cpu, total_mem = np.full(self.n_racks, rack_cpu.sum()), np.full(self.n_racks, rack_mem.sum())
-        rack_mean, rack_min = availability(rack_cpu, rack_mem, total_cpu, total_mem)
-        rank = np.empty(self.n_racks, dtype=np.int64)
-        rank[np.lexsort((np.arange(self.n_racks), -rack_min, -rack_mean, -rack_count))] = np.arange(self.n_racks)
-        mean, low = availability(s.cpu, s.mem, rack_cpu[self.rack], rack_mem[self.rack])
-        return [rank[self.rack], -s.count, -mean, -low]
+        self.sorting: Sorting | None = None
 
     def __call__(self, position: int, resume):
         """(node position, resume): the first node in the current order where the executor at
-        ``position`` fits; ``resume`` (after a backtrack) is the node taken before and the keys
-        it was taken under: the nodes are sorted again and the search goes on after as many
-        nodes as came up to it then (Storm's ``progressIdxForExec``)."""
+        ``position`` fits; ``resume`` (after a backtrack) is the node taken before and the
+        sorting it was taken in: the nodes are sorted again and the search goes on after as
+        many nodes as came before it then (Storm's ``progressIdxForExec``)."""
         task = self.order[position]
-        fits = self.search.fits(task)
         if resume is not None:
-            taken, keys = resume
-            start = int(np.flatnonzero(np.lexsort(keys[::-1]) == taken)[0]) + 1
-            self.keys = self.sort_keys()
-            ranked = np.lexsort(self.keys[::-1])[start:]
-            hit = ranked[fits[ranked]]
+            taken, before = resume
+            start = int(np.flatnonzero(before.full_order() == taken)[0]) + 1
+            self.sorting = Sorting(self)
+            ranked = self.sorting.full_order()[start:]
+            hit = ranked[self.search.fits(task, ranked)]
             at = int(hit[0]) if hit.size else -1
         else:
-            if self.keys is None or position == 0 or self.component[self.order[position - 1]] != self.component[task]:
-                self.keys = self.sort_keys()
-            at = lexicographic_first(self.keys, np.flatnonzero(fits))
-        return at, (at, self.keys)
+            if self.sorting is None or position == 0 or self.component[self.order[position - 1]] != self.component[task]:
+                self.sorting = Sorting(self)
+            at = self.sorting.first(task)
+        return at, (at, self.sorting)
+
+
+class Sorting:
+    """One sort of the nodes (Storm's ``LazyNodeSorting``): the racks' order now, and each
+    rack's nodes sorted when first reached (then kept, as Storm caches them). A rack's nodes
+    by their executors of the topology, mean share and min share of the rack's available
+    resources (all most first), then position."""
+
+    def __init__(self, owner: RackFirst):
+        s, self.owner = owner.search, owner
+        n_racks = owner.n_racks
+        self.rack_cpu = owner.static_cpu + np.bincount(owner.rack, s.cpu, minlength=n_racks)
+        self.rack_mem = owner.static_mem + np.bincount(owner.rack, s.mem, minlength=n_racks)
+        count = np.bincount(owner.rack, s.count, minlength=n_racks)
+        mean, low = availability(self.rack_cpu, self.rack_mem, np.full(n_racks, self.rack_cpu.sum()),
+                                 np.full(n_racks, self.rack_mem.sum()))
+        self.racks = np.lexsort((np.arange(n_racks), -low, -mean, -count)).tolist()
+        self.keys: dict[int, list[np.ndarray]] = {}
+
+    def rack_keys(self, r: int) -> list[np.ndarray]:
+        """Ascending keys of rack ``r``'s nodes (``owner.members[r]``), computed on first use."""
+        if r not in self.keys:
+            s, at = self.owner.search, self.owner.members[r]
+            mean, low = availability(s.cpu[at], s.mem[at], np.full(at.size, self.rack_cpu[r]),
+                                     np.full(at.size, self.rack_mem[r]))
+            self.keys[r] = [-s.count[at], -mean, -low]
+        return self.keys[r]
+
+    def first(self, task: int) -> int:
+        """The first node position in this order where ``task`` fits, or -1."""
+        for r in self.racks:
+            members = self.owner.members[r]
+            fits = np.flatnonzero(self.owner.search.fits(task, members))
+            if fits.size:
+                return int(members[lexicographic_first(self.rack_keys(r), fits)])
+        return -1
+
+    def full_order(self) -> np.ndarray:
+        """Every node position in this order."""
+        return np.concatenate([self.owner.members[r][np.lexsort(self.rack_keys(r)[::-1])] for r in self.racks])
 
 
 @register
