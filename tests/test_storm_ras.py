@@ -6,6 +6,7 @@ independent checker."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -176,3 +177,67 @@ def test_largecluster03_fully_scheduled_and_rescheduled_as_storm_asserts():
     again = reschedule_each(scheduler, graphs, cluster, placements)
     assert [reason for _, reason, _ in again] == [None] * 50
     check_set(graphs, [p for p, _, _ in again], cluster)
+
+
+# ------------------------------------------------------------------ the schedule-many command
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from streamsched.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_schedule_many_writes_each_placement_and_exits_4_for_the_unplaced(tmp_path, capsys):
+    """One node of 400 % CPU (4 cores) and 4096 MB: two topologies of 20 executors x 10 % take
+    all of it, the third (two executors) is not placed; its reason is in summary.json, exit 4.
+    Executors in a chain (graph files need an edge)."""
+    from streamsched.model.graph_files import write_graph
+
+    (tmp_path / "c.yaml").write_text("name: one\nnode_types:\n  - {count: 1, capacity: 100, cores: 4, slots: 4}\n")
+    paths = []
+    for name, n in (("a", 20), ("b", 20), ("c", 2)):
+        paths += ["--graph", str(tmp_path / f"{name}.json")]
+        chain = TaskGraph.build(name, ("s",), [0] * n, [1.0] * n, list(range(n - 1)), list(range(1, n)), [1.0] * (n - 1))
+        write_graph(chain, tmp_path / f"{name}.json")
+    code, out, err = run_cli(capsys, "schedule-many", *paths, "-c", str(tmp_path / "c.yaml"), "-p", "strict=true",
+                             "--out", str(tmp_path / "out"), "--json")
+    assert code == 4 and "1 of 3 topologies not scheduled: c" in err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary == json.loads(out)
+    assert [r["placed"] for r in summary["topologies"]] == [True, True, False]
+    assert "needs 20 CPU in total" in summary["topologies"][2]["reason"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.json", "b.json", "summary.json"]
+    placed = json.loads((tmp_path / "out" / "a.json").read_text())
+    assert placed["metadata"]["scheduler"] == "storm-ras"
+
+
+def test_schedule_many_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys):
+    cases = [(["--out", str(tmp_path / "o")], "give exactly one of --nimbus DIR or --graph FILE"),
+             (["--nimbus", str(tmp_path / "none"), "--out", str(tmp_path / "o")], "not a directory"),
+             (["--graph", str(tmp_path / "g.json"), "--order", "priority", "--out", str(tmp_path / "o")],
+              "--order priority needs --nimbus"),
+             (["--nimbus", str(tmp_path), "--order", "fifo", "--out", str(tmp_path / "o")],
+              "'fifo' is not one of priority, given")]
+    for argv, message in cases:
+        code, out, err = run_cli(capsys, "schedule-many", *argv)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (argv, err)
+    assert not (tmp_path / "o").exists()
+
+
+@needs_peers
+def test_schedule_many_reproduces_test_large_cluster_03(tmp_path, capsys):
+    """``schedule-many --nimbus`` on largeCluster03, strict, with the second phase: all 50
+    placed and placed again; the written placements pass the independent checker."""
+    code, out, _ = run_cli(capsys, "schedule-many", "--nimbus", str(PEERS / "largeCluster03"), "-c", "storm-large-03",
+                           "-p", "strict=true", "--reschedule", "--out", str(tmp_path / "o"))
+    assert code == 0 and "50/50 topologies placed on storm-large-03 by storm-ras" in out
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["order"][0] == "TopologyName00048" and summary["rescheduled"] == 50
+    topologies = {t.topology_id: t.graph for t in nimbus.read_dir(PEERS / "largeCluster03", executors="hint")}
+    from streamsched.model import Placement
+
+    graphs = [topologies[row["id"]] for row in summary["topologies"]]
+    cluster = workloads.cluster("storm-large-03")
+    placements = [Placement.read(tmp_path / "o" / row["file"], g, cluster) for row, g in zip(summary["topologies"], graphs)]
+    check_set(graphs, placements, cluster)

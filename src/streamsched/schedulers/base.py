@@ -440,7 +440,8 @@ class _Occupancy:
 
 
 def schedule_many(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
-                  skip_infeasible: bool = False, order: list[int] | None = None) -> list[Placement | None]:
+                  skip_infeasible: bool | dict[int, str] = False, order: list[int] | None = None
+                  ) -> list[Placement | None]:
     """Place several topologies on one cluster, in order (``order``: the graphs' indices in the
     order to place them, e.g. Storm's priority order; the result stays in graph order), each on
     what the earlier ones left (``scheduler`` one for all, or a list of one per graph: Storm's
@@ -450,7 +451,7 @@ def schedule_many(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph
     worker numbers are mapped back to the node's free slot numbers. Nodes a placement lists in
     ``metadata["dedicated_nodes"]`` are withheld from every later graph (Isolation). A graph
     that does not fit raises ``InfeasibleError``, or with ``skip_infeasible`` gets ``None`` and
-    takes nothing.
+    takes nothing (``skip_infeasible`` a dict: the reason is put there under its index).
     """
     occupancy = _Occupancy(cluster)
     out: list[Placement | None] = [None] * len(graphs)
@@ -459,9 +460,11 @@ def schedule_many(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph
     for k in range(len(graphs)) if order is None else order:
         try:
             placement = _nth(scheduler, k).schedule(graphs[k], occupancy.residual(), seed=seed)
-        except InfeasibleError:
-            if not skip_infeasible:
+        except InfeasibleError as exc:
+            if skip_infeasible is False:
                 raise
+            if isinstance(skip_infeasible, dict):
+                skip_infeasible[k] = str(exc)
             continue
         out[k] = occupancy.add(k, graphs[k], placement)
     return out
