@@ -18,7 +18,7 @@ from streamsched.errors import InfeasibleError
 from streamsched.model import Cluster, Node, TaskGraph
 from streamsched.schedulers import get_scheduler
 from streamsched.schedulers.base import reschedule_each, schedule_many
-from streamsched.schedulers.storm_ras import lexicographic_first, storm_executor_order
+from streamsched.schedulers.storm_ras import availability, lexicographic_first, storm_executor_order
 
 PEERS = Path(__file__).resolve().parents[3] / "shared" / "peers" / "storm-clusterconf"
 if not PEERS.is_dir():
@@ -65,6 +65,15 @@ def test_racks_sorted_by_mean_then_min_share_as_storm_common_sort():
         placement = get_scheduler("storm-ras", strict=True).schedule(graph, _without(cluster, order))
         order.append(int(placement.node_of[0]))
     assert [nodes[k].rack for k in order] == ["rack-4", "rack-0", "rack-3", "rack-1"]  # rack-2 has no CPU
+
+
+def test_availability_leaves_out_a_resource_none_of_which_is_available():
+    """Storm's calculateAverage/MinPercentageUsedBy skip a resource whose total is 0: object 0
+    (no CPU anywhere, 10 of 20 MB) has mean and min 0.5; object 1 (neither) 1 and 1; object 2
+    (3 of 4 CPU, 5 of 20 MB) mean (0.75 + 0.25) / 2 = 0.5, min 0.25."""
+    mean, low = availability(np.array([0.0, 0.0, 3.0]), np.array([10.0, 0.0, 5.0]), np.array([0.0, 0.0, 4.0]),
+                             np.array([20.0, 0.0, 20.0]))
+    assert mean.tolist() == [0.5, 1.0, 0.5] and low.tolist() == [0.5, 1.0, 0.25]
 
 
 def _without(cluster: Cluster, taken: list[int]) -> Cluster:
