@@ -5,6 +5,7 @@ with one thing wrong."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -572,6 +573,66 @@ def test_edge_simulate_failing_midway_leaves_no_partial_output(tmp_path, capsys,
                  "--out", str(out)]) == 2
     assert "figures failed" in one_error_line(capsys)
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_gen_metrics_failing_midway_leaves_no_partial_output(tmp_path, capsys, monkeypatch):
+    """The first chunk's files are written, the second fails: no ``--out`` appears."""
+    import streamsched.pipeline.generate as generate
+
+    real, calls = generate._write, []
+
+    def failing(stem, fmt, columns, dirty):
+        calls.append(stem.name)
+        if len(calls) > 2:
+            raise InputError("disk gave out")
+        return real(stem, fmt, columns, dirty)
+
+    monkeypatch.setattr(generate, "_write", failing)
+    out = tmp_path / "metrics"
+    assert main(["gen-metrics", "-w", "linear-10", "--rows", "40", "--rows-per-file", "20",
+                 "--out", str(out)]) == 2
+    assert "disk gave out" in one_error_line(capsys)
+    assert calls == ["traffic-00000", "load-00000", "traffic-00001"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gen_metrics_names_files_where_they_end_up(tmp_path):
+    """Written through a staging directory, the summary and ``_generator.json`` still list the
+    files at their final paths, and exactly the files that are there."""
+    from streamsched import workloads
+    from streamsched.pipeline.generate import generate_metrics
+
+    out = tmp_path / "m"
+    summary = generate_metrics(workloads.workload("linear-10"), out, rows=40, rows_per_file=20)
+    on_disk = sorted(str(p) for p in out.iterdir() if p.name != "_generator.json")
+    # linear-10: 9 edges; 40 rows = 5 intervals, 2 intervals per 20-row file: 3 chunks x 2 files
+    assert sorted(summary["files"]) == on_disk and len(on_disk) == 6
+    assert json.loads((out / "_generator.json").read_text())["files"] == summary["files"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def test_reproduce_failing_midway_leaves_no_partial_output(tmp_path, capsys, monkeypatch):
+    """results.csv/.json are written, then the experiment's tables fail: no ``--out`` appears,
+    and a rerun that succeeds lists the files at their final paths."""
+    from streamsched.evaluation.experiments import registry
+
+    exp = registry.experiment("micro-optimum")
+
+    def failing(rows, out_dir):
+        (out_dir / "comparison.md").write_text("half")
+        raise InputError("figures failed")
+
+    monkeypatch.setitem(registry._EXPERIMENTS, exp.name, dataclasses.replace(exp, summarise=failing))
+    out = tmp_path / "repro"
+    args = ["reproduce", "micro-optimum", "--quick", "--schedulers", "even", "--out", str(out), "--json"]
+    assert main(args) == 2
+    assert "figures failed" in one_error_line(capsys)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setitem(registry._EXPERIMENTS, exp.name, exp)
+    assert main(args) == 0
+    written = json.loads(capsys.readouterr().out)["written"]
+    assert written and all(Path(w).parent in (out, out / "figures") and Path(w).is_file() for w in written)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["repro"]
 
 
 def test_staged_directory_replaces_entries_of_an_existing_directory(tmp_path):

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
 from streamsched.model.costs import CostModel, crossing_edges, processed
+from streamsched.model.paths import staged_directory
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 
@@ -72,12 +73,28 @@ def check_disk_space(out: Path, rows: int, fmt: str, n_edges: int, dirty: float)
                          f"{free / 1e9:,.1f} GB free on {existing}")
 
 
-def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt: str = "csv",
-                     placement: Placement | Sequence[Placement] | None = None, cluster: Cluster | None = None,
-                     seed: int = 0, dirty: float = 0.01, noise: float = 0.1, skew: float = 0.0,
-                     rate_scale: float = 1.0, interval_s: float = 1.0, start: float = DEFAULT_START,
-                     rows_per_file: int = 1_000_000, topology: str | None = None,
-                     costs: CostModel | None = None) -> dict[str, Any]:
+def generate_metrics(graph: TaskGraph, out: str | Path, **options: Any) -> dict[str, Any]:
+    """:func:`_generate` (its options) into a staged ``out`` (:func:`staged_directory`: ``out``
+    appears complete or not at all); the summary and ``_generator.json`` name each file where
+    it ends up."""
+    out = Path(out)
+    with staged_directory(out) as stage:
+        summary = _generate(graph, stage, **options)
+        summary["files"] = [str(out / Path(f).relative_to(stage)) for f in summary["files"]]
+        summary["expected_quarantine"] = {}
+        for kind, n in summary["dirty"].items():
+            reason = DIRTY_KINDS[kind]
+            summary["expected_quarantine"][reason] = summary["expected_quarantine"].get(reason, 0) + n
+        (stage / "_generator.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def _generate(graph: TaskGraph, out: Path, rows: int = 100_000, fmt: str = "csv",
+              placement: Placement | Sequence[Placement] | None = None, cluster: Cluster | None = None,
+              seed: int = 0, dirty: float = 0.01, noise: float = 0.1, skew: float = 0.0,
+              rate_scale: float = 1.0, interval_s: float = 1.0, start: float = DEFAULT_START,
+              rows_per_file: int = 1_000_000, topology: str | None = None,
+              costs: CostModel | None = None) -> dict[str, Any]:
     """Write about ``rows`` traffic rows (whole intervals) plus load samples into ``out``; with
     ``costs``, loads in busy cores that follow it (one phase per placement)."""
     if fmt not in FORMATS:
@@ -107,11 +124,7 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
     if costs is not None and costs.remote_cpu_per_tuple > 0 and not placements:
         raise InputError("--remote-cpu-per-tuple: give --placement (which tuples leave their worker depends on it)")
     task_cost = costs.operator_cost(graph) if costs is not None else None
-    out = Path(out)
     check_disk_space(out, rows, fmt, graph.n_edges, dirty)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     topo = topology or graph.name
     multiplier = np.exp(skew * rng.standard_normal(graph.n_edges)) if skew > 0 else np.ones(graph.n_edges)
@@ -143,7 +156,7 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
                          else task_cost * processed(graph, pair_rate))
         _storm_log(graph, out, intervals, pair_rate, placements[0] if placements else None, cluster, start, interval_s,
                    topo, summary, dirty, rng, task_load)
-        return _finish(out, summary)
+        return summary
     kinds = [k for k in DIRTY_KINDS if fmt != "parquet" or k not in TEXT_ONLY]
     intervals_per_chunk = max(1, rows_per_file // graph.n_edges)
     dirty_count = 0
@@ -190,7 +203,7 @@ def generate_metrics(graph: TaskGraph, out: str | Path, rows: int = 100_000, fmt
         summary["load_rows"] += task.size
         summary["files"].append(_write(out / f"traffic-{chunk:05d}", fmt, traffic, dirty_lines))
         summary["files"].append(_write(out / f"load-{chunk:05d}", fmt, loads, []))
-    return _finish(out, summary)
+    return summary
 
 
 def _mean_one(noise: float, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -204,15 +217,6 @@ def _phase(k: int, phase_of: np.ndarray, start: float, interval_s: float) -> dic
     mine = np.flatnonzero(phase_of == k)
     first, last = start + mine[0] * interval_s, start + mine[-1] * interval_s
     return {"placement": k, "first": first, "last": last, "until": last, "window_s": mine.size * interval_s}
-
-
-def _finish(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
-    summary["expected_quarantine"] = {}
-    for kind, n in summary["dirty"].items():
-        reason = DIRTY_KINDS[kind]
-        summary["expected_quarantine"][reason] = summary["expected_quarantine"].get(reason, 0) + n
-    (out / "_generator.json").write_text(json.dumps(summary, indent=1))
-    return summary
 
 
 def _dirty_row(kind: str, row: dict[str, Any], graph: TaskGraph) -> dict[str, Any]:

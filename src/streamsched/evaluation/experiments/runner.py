@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable
 
 from streamsched.evaluation.comparison import params_for, placement_row
 from streamsched.errors import InfeasibleError, InputError
+from streamsched.model.paths import staged_directory
 from streamsched.evaluation.experiments.cells import Cell, model_params
 from streamsched import workloads
 from streamsched.evaluation.experiments.registry import experiment
@@ -103,9 +104,9 @@ def reproduce(name: str, out_dir: str | Path, schedulers: Iterable[str] | None =
     rows = run_cells(cells, engine=engine, jobs=jobs, progress=progress, run=exp.run or run_cell)
     rows += [{"experiment": name, "scheduler": s, "workload": "-", "cluster": "-", "seed": seed, "label": "",
               "status": "missing", "error": f"scheduler {s!r} is not registered"} for s in missing]
-    out.mkdir(parents=True, exist_ok=True)
-    written = _write_rows(out, rows)
-    written += exp.summarise(rows, out)
+    with staged_directory(out) as stage:  # out appears complete, or not at all
+        written = _write_rows(stage, rows) + exp.summarise(rows, stage)
+    written = [out / path.relative_to(stage) for path in written]
     return ReproductionResult(name, rows, written, missing, time.perf_counter() - start)
 
 
