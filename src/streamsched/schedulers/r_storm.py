@@ -55,13 +55,11 @@ CPU_PER_CORE = 100.0
 def executor_order(graph: TaskGraph) -> list[int]:
     """Storm's ``orderExecutors``: operators by connection count with their neighbours, then round robin."""
     n_ops = len(graph.operator_names)
-    a, b = graph.task_operator[graph.src].astype(np.int64), graph.task_operator[graph.dst].astype(np.int64)
-    keep = a != b
-    pairs = np.unique(np.minimum(a[keep], b[keep]) * n_ops + np.maximum(a[keep], b[keep]))
     neighbours = [set() for _ in range(n_ops)]
-    for x, y in zip((pairs // n_ops).tolist(), (pairs % n_ops).tolist()):
-        neighbours[x].add(y)
-        neighbours[y].add(x)
+    for x, y in graph.operator_pairs.tolist():
+        if x != y:
+            neighbours[x].add(y)
+            neighbours[y].add(x)
     by_connections = lambda ops: sorted(ops, key=lambda op: (-len(neighbours[op]), op))
     ordered: list[int] = []
     listed = np.zeros(n_ops, dtype=bool)

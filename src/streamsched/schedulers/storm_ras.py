@@ -54,10 +54,8 @@ def storm_executor_order(graph: TaskGraph) -> list[int]:
     names = graph.operator_names
     n_ops = len(names)
     sizes = np.bincount(graph.task_operator, minlength=n_ops)
-    a, b = graph.task_operator[graph.src].astype(np.int64), graph.task_operator[graph.dst].astype(np.int64)
-    pairs = np.unique(a * n_ops + b)
     neighbours: list[set[int]] = [set() for _ in range(n_ops)]
-    for x, y in zip((pairs // n_ops).tolist(), (pairs % n_ops).tolist()):
+    for x, y in graph.operator_pairs.tolist():
         neighbours[x].add(y)
         neighbours[y].add(x)
     system = [name.startswith("__") for name in names]
@@ -89,14 +87,16 @@ def lexicographic_first(keys: list[np.ndarray], candidates: np.ndarray) -> int:
 
 
 def availability(cpu: np.ndarray, mem: np.ndarray, cpu_total: np.ndarray, mem_total: np.ndarray):
-    """(mean, min) of an object's shares of the available CPU and memory of what holds it
-    (``calculateAveragePercentageUsedBy`` / ``calculateMinPercentageUsedBy``): a resource with
-    none available there is left out; with neither, the mean and min are 1."""
-    has_cpu, has_mem = cpu_total > 0, mem_total > 0
+    """(mean, min) of an object's shares of the available CPU and memory of what holds it (totals:
+    one per object, or one for all) (``calculateAveragePercentageUsedBy`` /
+    ``calculateMinPercentageUsedBy``): a resource with none available there is left out; with
+    neither, the mean and min are 1."""
+    has_cpu, has_mem = np.asarray(cpu_total) > 0, np.asarray(mem_total) > 0
+    if has_cpu.all() and has_mem.all():
+        cpu_share, mem_share = cpu / cpu_total, mem / mem_total
+        return (cpu_share + mem_share) / 2, np.minimum(cpu_share, mem_share)
     with np.errstate(divide="ignore", invalid="ignore"):
         cpu_share, mem_share = cpu / cpu_total, mem / mem_total
-    if has_cpu.all() and has_mem.all():
-        return (cpu_share + mem_share) / 2, np.minimum(cpu_share, mem_share)
     cpu_share, mem_share = np.where(has_cpu, cpu_share, 0.0), np.where(has_mem, mem_share, 0.0)
     counted = has_cpu.astype(np.float64) + has_mem
     mean = np.where(counted > 0, (cpu_share + mem_share) / np.maximum(counted, 1), 1.0)
@@ -152,8 +152,7 @@ class Sorting:
         self.rack_cpu = owner.static_cpu + np.bincount(owner.rack, s.cpu, minlength=n_racks)
         self.rack_mem = owner.static_mem + np.bincount(owner.rack, s.mem, minlength=n_racks)
         count = np.bincount(owner.rack, s.count, minlength=n_racks)
-        mean, low = availability(self.rack_cpu, self.rack_mem, np.full(n_racks, self.rack_cpu.sum()),
-                                 np.full(n_racks, self.rack_mem.sum()))
+        mean, low = availability(self.rack_cpu, self.rack_mem, self.rack_cpu.sum(), self.rack_mem.sum())
         self.racks = np.lexsort((np.arange(n_racks), -low, -mean, -count)).tolist()
         self.keys: dict[int, list[np.ndarray]] = {}
 
@@ -161,8 +160,7 @@ class Sorting:
         """Ascending keys of rack ``r``'s nodes (``owner.members[r]``), computed on first use."""
         if r not in self.keys:
             s, at = self.owner.search, self.owner.members[r]
-            mean, low = availability(s.cpu[at], s.mem[at], np.full(at.size, self.rack_cpu[r]),
-                                     np.full(at.size, self.rack_mem[r]))
+            mean, low = availability(s.cpu[at], s.mem[at], self.rack_cpu[r], self.rack_mem[r])
             self.keys[r] = [-s.count[at], -mean, -low]
         return self.keys[r]
 
