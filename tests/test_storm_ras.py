@@ -250,3 +250,15 @@ def test_schedule_many_reproduces_test_large_cluster_03(tmp_path, capsys):
     cluster = workloads.cluster("storm-large-03")
     placements = [Placement.read(tmp_path / "o" / row["file"], g, cluster) for row, g in zip(summary["topologies"], graphs)]
     check_set(graphs, placements, cluster)
+
+
+def test_operator_pairs_by_hand_and_for_many_operators():
+    """Tasks 0-1 of a, 2-3 of b, 4 of c; edges a->b twice, b->b, c->a: pairs (a,b), (b,b),
+    (c,a) once each, sorted. 5,000 one-task operators in a chain (past the bitmap's size): the
+    4,999 consecutive pairs."""
+    graph = TaskGraph.build("p", ("a", "b", "c"), [0, 0, 1, 1, 2], [1.0] * 5, [0, 1, 2, 4], [2, 3, 3, 0], [1.0] * 4)
+    assert graph.operator_pairs.tolist() == [[0, 1], [1, 1], [2, 0]]
+    n = 5000
+    chain = TaskGraph.build("chain", tuple(f"o{k}" for k in range(n)), list(range(n)), [1.0] * n,
+                            list(range(n - 1)), list(range(1, n)), [1.0] * (n - 1))
+    assert chain.operator_pairs.tolist() == [[k, k + 1] for k in range(n - 1)]
