@@ -119,6 +119,15 @@ class RackFirst:
         self.static_cpu = np.bincount(rack_of[outside], cpu[outside], minlength=self.n_racks)
         self.static_mem = np.bincount(rack_of[outside], mem[outside], minlength=self.n_racks)
         self.sorting: Sorting | None = None
+        self.taken: tuple[int, int] | None = None  # (task, node position) returned last: assigned since
+        self.totals()
+
+    def totals(self) -> None:
+        """Each rack's available CPU and memory and executors of the topology, from the search."""
+        s = self.search
+        self.rack_cpu = self.static_cpu + np.bincount(self.rack, s.cpu, minlength=self.n_racks)
+        self.rack_mem = self.static_mem + np.bincount(self.rack, s.mem, minlength=self.n_racks)
+        self.rack_count = np.bincount(self.rack, s.count, minlength=self.n_racks)
 
     def __call__(self, position: int, resume):
         """(node position, resume): the first node in the current order where the executor at
@@ -126,6 +135,14 @@ class RackFirst:
         sorting it was taken in: the nodes are sorted again and the search goes on after as
         many nodes as came before it then (Storm's ``progressIdxForExec``)."""
         task = self.order[position]
+        if resume is not None:  # undone since the last call: the totals anew
+            self.totals()
+        elif self.taken is not None:  # the search assigned what the last call returned
+            done, at = self.taken
+            r = self.rack[at]
+            self.rack_cpu[r] -= self.search.need_cpu[done]
+            self.rack_mem[r] -= self.search.need_mem[done]
+            self.rack_count[r] += 1
         if resume is not None:
             taken, before = resume
             start = int(np.flatnonzero(before.full_order() == taken)[0]) + 1
@@ -137,6 +154,7 @@ class RackFirst:
             if self.sorting is None or position == 0 or self.component[self.order[position - 1]] != self.component[task]:
                 self.sorting = Sorting(self)
             at = self.sorting.first(task)
+        self.taken = (task, at) if at >= 0 else None
         return at, (at, self.sorting)
 
 
@@ -147,11 +165,8 @@ class Sorting:
     resources (all most first), then position."""
 
     def __init__(self, owner: RackFirst):
-        s, self.owner = owner.search, owner
-        n_racks = owner.n_racks
-        self.rack_cpu = owner.static_cpu + np.bincount(owner.rack, s.cpu, minlength=n_racks)
-        self.rack_mem = owner.static_mem + np.bincount(owner.rack, s.mem, minlength=n_racks)
-        count = np.bincount(owner.rack, s.count, minlength=n_racks)
+        self.owner, n_racks = owner, owner.n_racks
+        self.rack_cpu, self.rack_mem, count = owner.rack_cpu.copy(), owner.rack_mem.copy(), owner.rack_count
         mean, low = availability(self.rack_cpu, self.rack_mem, self.rack_cpu.sum(), self.rack_mem.sum())
         self.racks = np.lexsort((np.arange(n_racks), -low, -mean, -count)).tolist()
         self.keys: dict[int, list[np.ndarray]] = {}
