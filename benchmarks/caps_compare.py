@@ -44,6 +44,7 @@ import numpy as np
 
 from streamsched import workloads
 from streamsched.contention_metrics import caps_rounded, contention, dominates
+from streamsched.errors import InfeasibleError
 from streamsched.model.contention import PROFILE_SHAPES, PROFILES, builtin_profile, graph_from_profile
 from streamsched.schedulers import get_scheduler
 
@@ -198,7 +199,18 @@ def ours_optimal(graph, cluster, time_limit: float, **params) -> dict:
 
 
 def fmt(cost: dict) -> str:
-    return "/".join(f"{cost[d]:.2f}" for d in DIMS)
+    return "/".join(f"{cost[d]:.2f}" if d in cost else "-" for d in DIMS)
+
+
+def covered(front: list[dict], plans: list[dict]) -> int:
+    """How many of ``front``'s plans (CAPS's rounded costs) one of ``plans`` matches or dominates."""
+    mine = [caps_rounded(p) for p in plans]
+    return sum(any(all(m[d] <= cost[d] for d in DIMS) for m in mine) for cost in front)
+
+
+def distinct(front: list[dict]) -> str:
+    costs = sorted({tuple(caps_rounded(c)[d] for d in DIMS) for c in front})
+    return "; ".join("/".join(f"{x:.2f}" for x in c) for c in costs) or "none"
 
 
 def profiles(args) -> None:
@@ -208,10 +220,11 @@ def profiles(args) -> None:
             binaries = build(args.peer, Path(tmp))
         else:
             print("SKIP CAPS: no peer copy of caps-go found (give --peer)")
-        print("| profile | cluster | tasks | CAPS alpha (tuned) | CAPS front (compute/state/network) | CAPS s: tune + front "
-              "| CAPS s to 1st plan | ours caps best | ours caps s | optimal (lex) | optimal bound | gap | optimal s to best "
-              "| CAPS front matched or dominated |")
-        print("|" + "---|" * 14)
+        print("| profile | cluster | tasks | CAPS tuned alpha | CAPS front (compute/state/network) | CAPS s: tune + front "
+              "| CAPS s to 1st plan | ours caps tuned alpha | ours caps front | ours caps s | ours s to 1st plan at "
+              "CAPS's alpha | CAPS front matched or dominated: ours caps | : ours caps at CAPS's alpha "
+              "| optimal (lex) | optimal bound | gap | optimal s to best | CAPS front matched or dominated: optimal |")
+        print("|" + "---|" * 18)
         for name in [n for n in PROFILES if n != "Q2-join" and (not args.only or n in args.only)]:
             workers, slots = PROFILE_SHAPES[name]
             graph = workloads.workload(f"caps-{name}")
@@ -219,56 +232,76 @@ def profiles(args) -> None:
             mine, seconds = ours_caps(graph, cluster)
             exact = ours_optimal(graph, cluster, args.time_limit)
             row = [name, f"{workers}x{slots}", str(graph.n_tasks)]
-            matched = "-"
+            caps_cols, ours_cols = ["-"] * 4, ["-", "-", "-"]
             if binaries:
                 tuned = run_driver(binaries["streamsched_driver"], profile_file(name), workers, slots, "-autotune")
                 alpha = tuned["alpha"]
                 first = run_driver(binaries["streamsched_driver"], profile_file(name), workers, slots, "-first",
                                    "-compute", str(alpha[0]), "-state", str(alpha[1]), "-network", str(alpha[2]))
                 front = [p["cost"] for p in tuned["pareto"] or []]
-                row += ["(" + ", ".join(f"{a:.3f}" for a in alpha) + ")",
-                        "; ".join(fmt(c) for c in sorted(front, key=lambda c: tuple(c[d] for d in DIMS))) or "none",
-                        f"{tuned['autotune_seconds']:.2f} + {tuned['seconds']:.2f}", f"{first['seconds']:.4f}"]
-                ok = 0
+                caps_cols = ["(" + ", ".join(f"{a:.3f}" for a in alpha) + ")",
+                             "; ".join(fmt(c) for c in sorted(front, key=lambda c: tuple(c[d] for d in DIMS))) or "none",
+                             f"{tuned['autotune_seconds']:.2f} + {tuned['seconds']:.2f}", f"{first['seconds']:.4f}"]
+                at_caps = dict(autotune=False, alpha_compute=alpha[0], alpha_state=alpha[1], alpha_network=alpha[2])
+                first_meta, first_s = ours_caps(graph, cluster, first_plan=True, **at_caps)
+                full, _ = ours_caps(graph, cluster, work_limit=args.full_work, **at_caps)
+                answers: dict[tuple, dict] = {}
                 for cost in front:
-                    ceilings = {f"{d}_ceiling": cost[d] + 0.005 for d in ("compute", "state")}
-                    answer = ours_optimal(graph, cluster, args.time_limit, contention="network,compute,state", **ceilings)
-                    mine_cost = caps_rounded(answer["check"])
-                    if mine_cost == cost or dominates(mine_cost, cost) or all(mine_cost[d] <= cost[d] for d in DIMS):
-                        ok += 1
-                matched = f"{ok}/{len(front)}"
+                    key = tuple(cost[d] for d in DIMS)
+                    if key not in answers:
+                        ceilings = {f"{d}_ceiling": cost[d] + 0.005 for d in ("compute", "state")}
+                        answers[key] = ours_optimal(graph, cluster, args.time_limit, contention="network,compute,state",
+                                                    **ceilings)["check"]
+                ours_cols = [f"{first_s:.4f}", f"{covered(front, mine['pareto_front'])}/{len(front)}",
+                             f"{covered(front, full['pareto_front'])}/{len(front)}"
+                             + ("" if full["exhausted"] else f" (stopped at {args.full_work:,} trials)")]
+                optimal_cover = f"{covered(front, list(answers.values()))}/{len(front)}"
             else:
-                row += ["-", "-", "-", "-"]
-            best = {d: min(p[d] for p in mine["pareto_front"]) for d in DIMS}
-            row += [fmt(best), f"{seconds:.2f}", fmt(exact["check"]), fmt(exact["contention_bound"]),
+                optimal_cover = "-"
+            row += caps_cols
+            row += ["(" + ", ".join(f"{a:.3f}" for a in mine["alpha"]) + ")", distinct(mine["pareto_front"])
+                    + ("" if mine["exhausted"] else " (stopped at work_limit)"), f"{seconds:.2f}"]
+            row += ours_cols
+            row += [fmt(exact["check"]), fmt(exact["contention_bound"]),
                     f"{exact['gap']:.1e}" + ("" if exact["status"] == "optimal" else f" ({exact['status']})"),
-                    f"{exact['seconds_to_best'] or 0:.2f}", matched]
+                    f"{exact['seconds_to_best'] or 0:.2f}", optimal_cover]
             print("| " + " | ".join(row) + " |", flush=True)
 
 
 def figure10(args) -> None:
     with tempfile.TemporaryDirectory(prefix="caps-go-") as tmp:
         binaries = build(args.peer, Path(tmp)) if args.peer is not None else None
-        go_times: dict[tuple[int, int], float] = {}
+        go_times: dict[tuple[int, int], list[float]] = {}
+        go_found: dict[tuple[int, int], list[int]] = {}
         if binaries:
             cwd = Path(tmp) / "fig10"
             cwd.mkdir()
             shutil.copy(args.peer / "cmd" / "eval_only_caps" / "Q2_original_profile.json", cwd)
-            done = subprocess.run([str(binaries["eval_only_caps"])], cwd=cwd, capture_output=True, text=True)
-            threshold = -1
-            for line in done.stdout.splitlines():
-                if line.startswith("  Threshold ("):
-                    threshold += 1
-                match = re.match(r"4 worker \* (\d+) slot: (\S+)", line)
-                if match and threshold >= 0:
-                    go_times[(threshold, int(match.group(1)))] = _go_duration(match.group(2))
+            for _ in range(args.repeat):
+                done = subprocess.run([str(binaries["eval_only_caps"])], cwd=cwd, capture_output=True, text=True)
+                threshold, run, slots = -1, -1, None
+                for line in done.stdout.splitlines():
+                    if line.startswith("******************** Try threshold"):
+                        run += 1
+                    match = re.match(r"\*+ Worker: 4, Slot: (\d+)", line)
+                    if match:
+                        slots = int(match.group(1))
+                    match = re.match(r"\[CAPS Result\] Total # plans: (\d+)", line)
+                    if match and run >= 0 and slots is not None:
+                        go_found.setdefault((run, slots), []).append(int(match.group(1)))
+                    if line.startswith("  Threshold ("):
+                        threshold += 1
+                    match = re.match(r"4 worker \* (\d+) slot: (\S+)", line)
+                    if match and threshold >= 0:
+                        go_times.setdefault((threshold, int(match.group(1))), []).append(_go_duration(match.group(2)))
         else:
             print("SKIP CAPS: no Go or no peer copy; streamsched columns only")
-        print("| tasks | alpha | CAPS (Go, eval_only_caps) s to 1st plan | ours caps s to 1st plan | ratio ours/CAPS "
-              "| optimal s to proven optimum | optimal (compute/state/network) | gap |")
-        print("|" + "---|" * 8)
+        print(f"| tasks | alpha | CAPS (Go, eval_only_caps) s to 1st plan, median of {args.repeat} | ours caps: schedule s "
+              f"| ours: search s | ratio ours (schedule) / CAPS | ours work | optimal s to proven optimum "
+              "| optimal (compute/state/network) | gap |")
+        print("|" + "---|" * 10)
         base = builtin_profile("Q2-join")
-        for slots in FIGURE10_SLOTS:
+        for slots in args.slots:
             tasks = 4 * slots
             graph = graph_from_profile(base.scaled(tasks), f"caps-Q2-join-{tasks}")
             cluster = workloads.cluster(f"caps-4x{slots}")
@@ -277,14 +310,23 @@ def figure10(args) -> None:
                 params = dict(autotune=False, first_plan=True, alpha_compute=alpha[0], alpha_state=alpha[1],
                               alpha_network=alpha[2], work_limit=10_000_000)
                 try:
-                    _, seconds = ours_caps(graph, cluster, **params)
-                    mine = f"{seconds:.4f}"
-                except Exception as exc:  # noqa: BLE001 - no plan under these alphas is a result
-                    seconds, mine = None, f"none ({str(exc)[:40]})"
-                go = go_times.get((t, slots))
+                    runs = [ours_caps(graph, cluster, **params) for _ in range(args.repeat)]
+                    seconds = float(np.median([s for _, s in runs]))
+                    search_s = float(np.median([m["seconds_to_first"] for m, _ in runs]))
+                    mine, search_text, work = f"{seconds:.4f}", f"{search_s:.4f}", str(runs[0][0]["work"])
+                except InfeasibleError as exc:  # no plan under these alphas is a result
+                    seconds, mine, search_text, work = None, "no plan (" + str(exc).split("(")[-1].split(")")[0] + ")", "-", "-"
+                times = go_times.get((t, slots), [])
+                found = go_found.get((t, slots), [])
+                with_plan = [s for s, n in zip(times, found) if n > 0]
+                go = float(np.median(with_plan)) if with_plan else None
+                if go is not None:
+                    go_text = f"{go:.4f}" + ("" if len(with_plan) == len(times) else f" ({len(with_plan)} of {len(times)} runs found a plan)")
+                else:
+                    go_text = f"no plan in {len(times)} runs" if times else "-"
                 ratio = f"{seconds / go:.2f}" if go and seconds else "-"
                 proven = f"{exact['solver_time_s']:.2f}" if exact["status"] == "optimal" else f"not proven in {args.time_limit:g}"
-                print(f"| {tasks} | {alpha} | {go if go is not None else '-'} | {mine} | {ratio} | {proven} | "
+                print(f"| {tasks} | {alpha} | {go_text} | {mine} | {search_text} | {ratio} | {work} | {proven} | "
                       f"{fmt(exact['check'])} | {exact['gap']:.1e} |", flush=True)
 
 
@@ -330,6 +372,11 @@ def main() -> None:
     parser.add_argument("--peer", type=Path, default=default_peer())
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--only", nargs="*", default=None, help="profiles table: these profiles only")
+    parser.add_argument("--repeat", type=int, default=5, help="figure10: runs per point (medians)")
+    parser.add_argument("--full-work", type=int, default=10_000_000,
+                        help="profiles: node trials of our full search at CAPS's tuned alphas")
+    parser.add_argument("--slots", type=int, nargs="*", default=FIGURE10_SLOTS,
+                        help="figure10: slots per worker (4 workers; eval_only_caps runs 4 8 16 32 48 64)")
     parser.add_argument("--profile", default="Q1")
     parser.add_argument("--alpha", type=float, nargs=3, default=(0.3, 0.3, 0.9))
     parser.add_argument("--out", type=Path, default=Path("caps_plans.json"))

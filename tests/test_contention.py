@@ -184,6 +184,56 @@ def test_caps_full_search_finds_exactly_the_brute_force_pareto_front():
     assert placement.metadata["exhausted"] and found == front
 
 
+def caps_threshold_rule(profile, workers: int, slots: int, alpha) -> np.ndarray:
+    """CAPS's thresholds written out from its CalculateThreshold, independently of the scheduler:
+    per dimension ``low + alpha (high - low)``, low = total / workers (network 0), high = the
+    ``slots`` costliest tasks on one worker."""
+    out = []
+    for k in range(3):
+        tasks = sorted((float(profile.cost[o, k]) for o, p in enumerate(profile.parallelism) for _ in range(p)),
+                       reverse=True)
+        low = sum(tasks) / workers if k < 2 else 0.0
+        out.append(low + alpha[k] * (sum(tasks[:slots]) - low))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("slots", [3, 4])  # 3: as many slots as tasks, every node must fill up
+@pytest.mark.parametrize("alpha", [(0.1, 0.1, 0.3), (0.2, 0.5, 0.2), (0.4, 0.3, 0.6), (0.0, 0.0, 0.0)])
+def test_caps_full_search_under_thresholds_finds_exactly_the_brute_force_front_within_them(alpha, slots):
+    graph, _ = tiny()
+    cluster = Cluster.from_types("three", (3, {"capacity": float(slots), "slots": slots}))
+    limit = caps_threshold_rule(graph.contention, 3, slots, alpha) + 1e-6
+    within = []
+    for _, counts in brute_force(graph, 3, slots):
+        per_node = costs_from_counts(graph.contention, counts)
+        if np.all(per_node <= limit):
+            within.append(per_node.max(axis=0))
+    front = {tuple(np.round(c, 9)) for c in within if not any(dominates(o, c) for o in within)}
+    scheduler = get_scheduler("caps", autotune=False, alpha_compute=alpha[0], alpha_state=alpha[1],
+                              alpha_network=alpha[2], work_limit=10**7)
+    if not front:
+        with pytest.raises(InfeasibleError, match="searched every plan"):
+            scheduler.schedule(graph, cluster)
+        return
+    placement = scheduler.schedule(graph, cluster)
+    found = {tuple(np.round([p[d] for d in ("compute", "state", "network")], 9)) for p in placement.metadata["pareto_front"]}
+    assert placement.metadata["exhausted"] and found == front
+    assert np.all(node_contention(graph, placement, 3) <= limit)
+
+
+@pytest.mark.parametrize("workers, slots", [(4, 16), (4, 48), (4, 64), (16, 64)])
+@pytest.mark.parametrize("alpha", [(0.08, 0.15, 0.6), (0.15, 0.25, 0.8), (0.25, 0.3, 0.9)])
+def test_caps_first_plans_of_figure_10_keep_the_threshold_rule_within_little_work(workers, slots, alpha):
+    tasks = workers * slots
+    graph = graph_from_profile(builtin_profile("Q2-join").scaled(tasks), f"q2-{tasks}")
+    cluster = workloads.cluster(f"caps-{workers}x{slots}")
+    placement = get_scheduler("caps", autotune=False, first_plan=True, alpha_compute=alpha[0], alpha_state=alpha[1],
+                              alpha_network=alpha[2], work_limit=5_000).schedule(graph, cluster)
+    per_node = node_contention(graph, placement, workers)
+    assert np.all(per_node <= caps_threshold_rule(graph.contention, workers, slots, alpha) + 1e-6)
+    assert placement.violations(graph, cluster) == []
+
+
 def test_caps_is_deterministic_and_its_metadata_is_the_metric():
     graph, cluster = workloads.workload("caps-Q3"), workloads.cluster("caps-4x8")
     first = get_scheduler("caps").schedule(graph, cluster, seed=4)

@@ -281,3 +281,27 @@ def test_a_file_that_cannot_be_read_is_one_input_error(spark_small, tmp_path):
                                              b"1700000000,t\xff\xfe,1,2,3,4\n")
     with pytest.raises(InputError, match=r"^\S*traffic-x.csv: .*(?i:utf-?8)"):
         ingest(spark_small, [tmp_path], tmp_path / "store")
+
+
+def test_a_main_job_failing_midway_leaves_the_last_results_as_they_were(spark_small, tmp_path, capsys, monkeypatch):
+    """The run's results (report, placement, plan, cluster) appear together: a second run whose
+    report fails after writing half of it leaves the first run's files, byte for byte."""
+    import streamsched.evaluation.report as report_module
+    from streamsched.cli import main
+
+    out = tmp_path / "demo"
+    args = ["demo", "-w", "diamond-12", "-c", "homogeneous-10", "--schedulers", "even", "--rows", "640",
+            "--no-flink", "--out", str(out)]
+    assert main(args) == 0
+    results = ("report.html", "report.json", "report.csv", "placement.json", "plan-storm.json", "cluster.json")
+    before = {name: (out / name).read_bytes() for name in results}
+
+    def failing(path, *a, **k):
+        path.write_text("<html>half")
+        raise InputError("report failed")
+
+    monkeypatch.setattr(report_module, "write_report", failing)
+    assert main(args) == 2
+    assert "report failed" in capsys.readouterr().err
+    assert {name: (out / name).read_bytes() for name in results} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]

@@ -488,6 +488,72 @@ def test_spark_failures_are_one_line_naming_the_cause(monkeypatch, capsys):
     assert "Frame.java" in capsys.readouterr().err
 
 
+# A window that cannot be placed fails inside Spark's foreachBatch: the CLI, a real JVM
+# launched the way a user's command launches it, prints one line (Spark logged the query's
+# failure with every frame, 86 lines here, about 1,000 in the battery's run).
+def _windows(directory: Path, first: int, count: int) -> None:
+    for w in range(first, first + count):
+        rows = [f"{1_700_000_000 + 10 * w + s},app,{a},{b},{n},0" for s in range(10)
+                for a, b, n in ((0, 1, 7), (2, 3, 5), (1, 2, 1))]
+        (directory / f".traffic-{w}").write_text("timestamp,topology,src_task,dst_task,tuples,bytes\n"
+                                                 + "\n".join(rows) + "\n")
+        (directory / f".traffic-{w}").rename(directory / f"traffic-{w}.csv")
+
+
+def _nodes(path: Path, capacities: list[int]) -> None:
+    path.write_text(json.dumps({"name": f"c{len(capacities)}",
+                                "nodes": [{"name": f"n{k}", "capacity": c} for k, c in enumerate(capacities)]}))
+
+
+@pytest.mark.slow
+def test_watch_window_that_cannot_be_placed_is_one_line_from_a_real_spark(tmp_path):
+    import subprocess
+
+    from test_kill_restart import CLI
+
+    (tmp_path / "in").mkdir()
+    _windows(tmp_path / "in", 0, 2)
+    _nodes(tmp_path / "small.json", [1])
+    done = subprocess.run([*CLI, "watch", str(tmp_path / "in"), "--store", str(tmp_path / "store"),
+                           "--cluster", str(tmp_path / "small.json"), "--window", "10", "--once"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3
+    assert done.stderr.splitlines() == [
+        "error: graph 'app' needs load 4 but cluster 'c1' has capacity 1 (--verbose for the trace)"]
+
+
+@pytest.mark.slow
+def test_watch_cluster_shrunk_mid_run_is_one_line_from_a_real_spark(tmp_path):
+    """The battery's example: a running ``watch`` whose cluster file shrinks to one small node;
+    the change is seen in a batch or between batches (either way: exit 3, one line)."""
+    import subprocess
+
+    from test_kill_restart import CLI, _kill, _wait_for
+
+    arriving, store, nodes = tmp_path / "in", tmp_path / "store", tmp_path / "cluster.json"
+    arriving.mkdir()
+    _windows(arriving, 0, 2)
+    _nodes(nodes, [2, 2, 2])
+    err = tmp_path / "stderr.txt"  # a file, not a pipe: 1,000 frames would fill a pipe and block the run
+    with err.open("w") as handle:
+        process = subprocess.Popen([*CLI, "watch", str(arriving), "--store", str(store), "--cluster", str(nodes),
+                                    "--window", "10", "--poll", "1"],
+                                   stdout=subprocess.DEVNULL, stderr=handle, start_new_session=True)
+    try:
+        _wait_for(lambda: process.poll() is not None or list((store / "assignments").glob("*.placement.json")),
+                  240, "first assignment")
+        assert process.poll() is None, err.read_text()[-2000:]
+        _nodes(nodes, [1])
+        _windows(arriving, 2, 2)
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            _kill(process)
+    assert process.returncode == 3
+    (line,) = err.read_text().splitlines()
+    assert "on 'c1' (capacity 1)" in line or "cluster 'c1' has capacity 1" in line
+
+
 # ------------------------------------------------------------------- parsing before limits
 def test_yaml_topology_of_100000_operators_is_refused_and_nodes_bounded(tmp_path, capsys, monkeypatch):
     import streamsched.model.io as sio

@@ -23,6 +23,7 @@ from streamsched.evaluation.comparison import (SORT_KEY, Outcome, add_prediction
 from streamsched.evaluation.engine_models import CALIBRATED_ENGINES, fitted_model, no_model_text
 from streamsched.evaluation.verdict import CURRENT, model_error, verdict
 from streamsched.model.cluster import Cluster
+from streamsched.model.paths import staged_directory
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.performance import regime
@@ -126,15 +127,18 @@ def run_job(spark: Any, sources: list[str | Path], out: str | Path, cluster: Clu
     graph = load_snapshot(snapshot)
     check_fits(graph, cluster)
     compared = compare(graph, cluster, names, params, seed, model, on_start)
-    written = write_report(out / "report.html", graph, cluster, compared.outcomes, model=regime(model), seed=seed,
-                           verdict=compared.verdict)
     plan = None
     best = compared.recommended()
-    if plan_format is not None and best is not None and best.placement is not None:
-        plan = out / f"plan-{plan_format}.json"
-        plan.write_text(json.dumps(export_plan(plan_format, graph, cluster, best.placement), indent=1) + "\n")
-        best.placement.write(out / "placement.json", graph, cluster)
-    (out / "cluster.json").write_text(json.dumps(cluster.to_dict(), indent=1) + "\n")
+    with staged_directory(out) as stage:  # the run's results appear together, or none of them
+        written = write_report(stage / "report.html", graph, cluster, compared.outcomes, model=regime(model),
+                               seed=seed, verdict=compared.verdict)
+        if plan_format is not None and best is not None and best.placement is not None:
+            plan = out / f"plan-{plan_format}.json"
+            (stage / plan.name).write_text(json.dumps(export_plan(plan_format, graph, cluster, best.placement),
+                                                      indent=1) + "\n")
+            best.placement.write(stage / "placement.json", graph, cluster)
+        (stage / "cluster.json").write_text(json.dumps(cluster.to_dict(), indent=1) + "\n")
+        written = [out / path.relative_to(stage) for path in written]
     return JobResult(Ingested(report, snapshot, graph), cluster, compared, written, plan)
 
 

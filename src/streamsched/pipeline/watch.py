@@ -157,6 +157,7 @@ class Watch:
         self.options, self.default_load = options or sources.Options(), default_load
         self.snapshots: list[str] = []
         self._lock = threading.Lock()
+        self._stopping = False  # set by run() before it stops the query (see _on_batch)
         self.checkpoint = self.store / "checkpoints" / "watch"
         self.quarantine = self.store / "quarantine" / "watch"
         self.run_counts = _counts()          # rows of this run's micro-batches
@@ -251,6 +252,19 @@ class Watch:
         return groups, files
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
+        """:meth:`_batch`, except that a batch the run's own stop interrupted (Ctrl-C, the
+        timeout, an error seen between batches) ends in a short exception: the interrupted
+        Spark call's Java trace, handed back in the query's error, makes Spark's own check
+        "was this query stopped?" (a regex over that text, StreamExecution.isInterruptionException)
+        overflow the stream thread's stack, printing about 1,000 frames on stderr."""
+        try:
+            self._batch(batch, batch_id)
+        except Exception:
+            if self._stopping:
+                raise RuntimeError("watch: batch interrupted by the run's stop") from None
+            raise
+
+    def _batch(self, batch: DataFrame, batch_id: int) -> None:
         if batch_id <= self.state["batch_id"]:
             return  # replayed after a restart: already counted (state.json is written last)
         batch = batch.persist()
@@ -380,6 +394,7 @@ class Watch:
     # ------------------------------------------------------------------ running
     def start(self, available_now: bool = False, poll_s: float = 5.0) -> list:
         """Start the query; ``available_now`` processes the files present and stops."""
+        self._stopping = False
         frames = []
         for kind in ("traffic", "load"):
             with python_workers(self.spark):
@@ -403,6 +418,7 @@ class Watch:
                 if timeout_s is not None and time.monotonic() - started > timeout_s:
                     break
         finally:
+            self._stopping = True
             for q in queries:
                 q.stop()
         for q in queries:

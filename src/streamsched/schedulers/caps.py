@@ -8,10 +8,15 @@ many tasks of each operator each node hosts. The search, our implementation of [
    ``high`` the cost of filling one node with the costliest tasks; a node may not exceed
    ``low + alpha x (high - low)`` (rounded to 5 decimals as CAPS does).
 2. *Outer search.* Operators one at a time, in decreasing per-task compute.
-3. *Inner search.* Depth first over the nodes, giving the node 0, 1, ... tasks of the operator
+3. *Inner search.* Depth first over the nodes, giving each node some of the operator's tasks
    (at least what the later nodes cannot take); nodes with the same contents are symmetric,
    so their counts are non-decreasing in node order. A branch stops as soon as a node exceeds
-   a threshold. A link's network cost is charged when its second operator is placed.
+   a threshold (every cost only grows as tasks are added, so the plans kept are exactly those
+   within the thresholds). A link's network cost is charged when its second operator is placed.
+   Unlike CAPS (counts ascending from 0, 38 goroutines), counts are tried from the node's share
+   of the operator in proportion to its compute room outwards, and branches that cannot be
+   completed within the thresholds are cut early by sound look-aheads (:class:`_Search`); the
+   set of plans is CAPS's, the order in which they are found is not.
 4. Every complete plan within the thresholds is kept if no other dominates it (Pareto front);
    the placement is the front's plan with the least summed ``cost / (high - low)``
    (``pick=balanced``) or a seeded random one (``pick=random``, CAPS picks at random).
@@ -25,8 +30,9 @@ profiles) the first plan of a search without thresholds is taken (alpha reported
 
 CAPS stops on wall-clock timeouts and splits the search over goroutines; this search stops on
 ``work_limit`` node trials per search (``probe_work`` for auto-tuning's probes), so a run
-is reproducible. Nodes take at most ``floor(capacity / smallest task load)`` tasks (CAPSys's
-slots on a cluster whose capacity counts tasks); a plan that breaks a node's capacity with
+is reproducible. The starting ceilings are CAPS's ``cmd/manual_tune`` (0.02, 0.02, 0.1).
+Nodes take at most ``floor(capacity / smallest task load)`` tasks (CAPSys's slots on a
+cluster whose capacity counts tasks); a plan that breaks a node's capacity with
 unequal loads is finished by the capacity repair (:mod:`streamsched.schedulers.base`).
 
 References
@@ -38,6 +44,7 @@ References
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -66,23 +73,28 @@ def node_limits(graph: TaskGraph, cluster: Cluster) -> np.ndarray:
 def threshold_bases(profile: ContentionProfile, n_nodes: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) per dimension (CAPS's ``CalculateThreshold``): low = total / nodes (network
     0); high = one node of ``slots`` tasks filled with the costliest tasks first."""
-    p = np.asarray(profile.parallelism, dtype=np.float64)
-    low = (profile.cost * p[:, None]).sum(axis=0) / n_nodes
-    low[2] = 0.0
-    high = np.zeros(3)
+    cost, par = profile.cost.tolist(), list(profile.parallelism)
+    low = [sum(row[k] * p for row, p in zip(cost, par)) / n_nodes for k in range(2)] + [0.0]
+    high = []
     for k in range(3):
-        left = slots
-        for o in np.argsort(-profile.cost[:, k], kind="stable"):
-            take = min(left, int(p[o]))
-            high[k] += profile.cost[o, k] * take
+        total, left = 0.0, slots
+        for o in sorted(range(len(par)), key=lambda o: -cost[o][k]):
+            take = min(left, par[o])
+            total += cost[o][k] * take
             left -= take
             if left <= 0:
                 break
-    return low, high
+        high.append(total)
+    return np.array(low), np.array(high)
 
 
 def thresholds(low: np.ndarray, high: np.ndarray, alpha) -> np.ndarray:
-    return np.round(low + (high - low) * np.asarray(alpha, dtype=np.float64), 5)
+    """``low + alpha x (high - low)`` rounded to 5 decimals half away from zero (Go's ``math.Round``)."""
+    out = []
+    for lo, hi, a in zip(low.tolist(), high.tolist(), [float(x) for x in alpha]):
+        x = lo + (hi - lo) * a
+        out.append(math.copysign(math.floor(abs(x) * 1e5 + 0.5) / 1e5, x) if math.isfinite(x) else x)
+    return np.array(out)
 
 
 @dataclass
@@ -98,29 +110,64 @@ class SearchResult:
 
 
 class _Search:
-    """One CAPS search under fixed thresholds (steps 2-4 of the module docstring)."""
+    """One CAPS search under fixed thresholds (steps 2-4 of the module docstring), with plain
+    Python numbers on the hot path.
 
-    def __init__(self, profile: ContentionProfile, limits: np.ndarray, limit: np.ndarray,
-                 work_limit: int, first_only: bool):
-        self.profile = profile
-        self.cost = profile.cost.tolist()
-        self.par = list(profile.parallelism)
-        self.down = [list(d) for d in profile.downstream]
-        self.up = [list(u) for u in profile.upstream]
-        self.kind = list(profile.outbound)
+    CAPS's rule is kept exactly: a node's compute, state and network only grow as operators are
+    added, so a branch is cut where a node exceeds a threshold, and every complete plan within
+    the thresholds stays reachable. Two sound look-aheads cut branches that cannot be completed
+    within them (CAPS explores these until they fail): a node that must still take ``m`` of the
+    remaining tasks (the others' free slots cannot hold them all) ends at least at its cost plus
+    the ``m`` cheapest remaining tasks'; and the remaining compute (state) must fit in what the
+    nodes can still take, each at most its room under the threshold and at most its free
+    slots' worth of the costliest remaining tasks. A node's count is also at most what leaves
+    as many for each symmetric node after it (their counts cannot be smaller). Counts are tried
+    from the floor of the node's share of the operator (in proportion to its compute room)
+    outwards, so the first plan is a balanced one.
+    """
+
+    def __init__(self, profile: ContentionProfile, limits, limit, work_limit: int, first_only: bool):
+        self.cost = cost = [tuple(row) for row in profile.cost.tolist()]
+        self.par = par = list(profile.parallelism)
+        self.down = profile.downstream
+        self.up = profile.upstream
+        self.forward = [kind == "FORWARD" for kind in profile.outbound]
         self.cap = [int(x) for x in limits]
         self.limit = [float(x) for x in limit]
         self.work_limit = int(work_limit)
         self.first_only = first_only
-        n_nodes = len(self.cap)
-        self.order = sorted(range(profile.n_operators), key=lambda o: -self.cost[o][0])
-        self.counts = [[0] * n_nodes for _ in self.par]
+        n_nodes, n_ops = len(self.cap), len(par)
+        self.order = order = sorted(range(n_ops), key=lambda o: -cost[o][0])
+        self.counts = [[0] * n_nodes for _ in range(n_ops)]
         self.used = [0] * n_nodes
         self.res = [[0.0, 0.0, 0.0] for _ in range(n_nodes)]
-        self.placed = [False] * profile.n_operators
+        # node contents as one number (CAPS's node key: which tasks it holds)
+        self.sig = [0] * n_nodes
+        self.weight, scale = [0] * n_ops, 1
+        for o in range(n_ops):
+            self.weight[o] = scale
+            scale *= par[o] + 1
+        self.placed = [False] * n_ops
         self.result = SearchResult()
         self.started = time.perf_counter()
         self.stop = False
+        self.work = 0
+        # look-ahead tables per level L (operators order[L:] left): tasks, free slots, and per
+        # dimension (compute, state) the prefix sums of the cheapest and of the costliest tasks
+        # (up to a node's slots: no node takes more) and the total
+        self.tasks_left, self.free_left, self.tables = [], [], []
+        slots, n_tasks, width = sum(self.cap), sum(par), max(self.cap)
+        for level in range(n_ops + 1):
+            rest = order[level:]  # decreasing compute
+            by_state = sorted(rest, key=lambda o: cost[o][1])
+            n_left = sum(par[o] for o in rest)
+            self.tasks_left.append(n_left)
+            self.free_left.append(slots - (n_tasks - n_left))
+            self.tables.append((_head(rest[::-1], par, cost, 0, width), _head(by_state, par, cost, 1, width),
+                                _head(rest, par, cost, 0, width), _head(by_state[::-1], par, cost, 1, width),
+                                sum(cost[o][0] * par[o] for o in rest), sum(cost[o][1] * par[o] for o in rest)))
+        # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
+        self.eps = [1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0 for x in self.limit]
 
     def run(self) -> SearchResult:
         depth = len(self.par) * (len(self.cap) + 2) + 100
@@ -130,8 +177,11 @@ class _Search:
             self._outer(0)
         finally:
             sys.setrecursionlimit(old)
-        self.result.exhausted = not self.stop
-        return self.result
+        result = self.result
+        result.work = self.work
+        result.exhausted = not self.stop
+        result.plans = [(np.array(cost), np.array(counts, dtype=np.int64)) for cost, counts in result.plans]
+        return result
 
     # ---------------------------------------------------------------- outer / inner
     def _outer(self, level: int) -> None:
@@ -139,107 +189,223 @@ class _Search:
             self._record()
             return
         o = self.order[level]
-        nodes = sorted(range(len(self.cap)), key=lambda k: (-self.res[k][0], self._key(k), k))
-        keys = [self._key(k) for k in nodes]
-        free_after = [0] * (len(nodes) + 1)
-        for i in range(len(nodes) - 1, -1, -1):
-            k = nodes[i]
-            free_after[i] = free_after[i + 1] + self.cap[k] - self.used[k]
-        self._inner(level, o, nodes, keys, 0, self.par[o], free_after, 0)
+        cap, used, res, sig = self.cap, self.used, self.res, self.sig
+        n_nodes = len(cap)
+        nodes = sorted(range(n_nodes), key=lambda k: (-res[k][0], sig[k], k))
+        keys = [sig[k] for k in nodes]
+        free = [cap[k] - used[k] for k in nodes]
+        free_after = [0] * (n_nodes + 1)
+        # what the nodes not yet given o's tasks can absorb (level L's tasks: o's and the later)
+        lim_c, lim_s = self.limit[0], self.limit[1]
+        top_c, top_s = self.tables[level][2], self.tables[level][3]
+        most = len(top_c) - 1
+        room = [lim_c - res[k][0] for k in nodes]
+        absorb_c = [0.0] * (n_nodes + 1)
+        absorb_s = [0.0] * (n_nodes + 1)
+        # counts are tried from o's share in proportion to the node's compute room (free slots
+        # without a compute threshold)
+        share = [max(r, 0.0) for r in room] if lim_c != math.inf else [float(f) for f in free]
+        room_after = [0.0] * (n_nodes + 1)
+        twins = [0] * (n_nodes + 1)  # nodes after i with i's contents (they take at least i's count)
+        for i in range(n_nodes - 1, -1, -1):
+            twins[i] = twins[i + 1] + 1 if i + 1 < n_nodes and keys[i + 1] == keys[i] else 0
+            f = free[i]
+            free_after[i] = free_after[i + 1] + f
+            f = f if f < most else most
+            absorb_c[i] = absorb_c[i + 1] + min(room[i], top_c[f])
+            absorb_s[i] = absorb_s[i + 1] + min(lim_s - res[nodes[i]][1], top_s[f])
+            room_after[i] = room_after[i + 1] + share[i]
+        # network added on a node by o's tasks towards its placed downstream operators
+        links = [(self.counts[d], self.par[d]) for d in self.down[o] if self.placed[d]]
+        c, s, net = self.cost[o]
+        after = self.tables[level + 1]
+        ctx = (level, o, nodes, keys, twins, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net,
+               self.forward[o], self.tasks_left[level + 1], self.free_left[level + 1], after[0], after[1], after[2],
+               after[3], after[4], after[5], self.weight[o])
+        self._inner(ctx, 0, self.par[o], 0, 0.0, 0.0)
 
-    def _key(self, k: int) -> tuple:
-        return (self.cap[k] - self.used[k], tuple(row[k] for row in self.counts))
+    @staticmethod
+    def _added(net: float, forward: bool, k: int, num: int, links) -> float:
+        added = 0.0
+        for counts_d, p in links:
+            n_d = counts_d[k]
+            if forward:
+                added += net * (num - n_d if num > n_d else 0)
+            else:
+                added += net * num * (1.0 - n_d / p)
+        return added
 
-    def _inner(self, level: int, o: int, nodes: list[int], keys: list[tuple], i: int, left: int,
-               free_after: list[int], base: int) -> None:
-        """Node ``nodes[i]`` gets 0.. of o's ``left`` tasks; ``keys`` are the nodes' contents
-        before o, ``base`` the previous node's count (symmetric nodes: non-decreasing)."""
-        if self.stop:
-            return
-        if i == len(nodes):
-            if left == 0:
+    def _inner(self, ctx, i: int, left: int, base: int, fixed_c: float, fixed_s: float) -> None:
+        """Node ``nodes[i]`` gets some of o's ``left`` tasks; ``keys`` are the nodes' contents
+        before o, ``base`` the previous node's count (symmetric nodes: non-decreasing);
+        ``fixed_c``/``fixed_s`` what the nodes before i can still absorb of the later tasks."""
+        (level, o, nodes, keys, twins, free, free_after, absorb_c, absorb_s, share, room_after, links, c, s, net, forward,
+         tasks_next, free_next, low_c, low_s, top_c, top_s, need_c, need_s, weight) = ctx
+        same = 0 < i < len(nodes) and keys[i - 1] == keys[i]
+        if left == 0:
+            if not (same and base > 0):  # CAPS's corner case: a twin of the last node would get 0
                 self._close(level, o)
             return
         k = nodes[i]
-        same = i > 0 and keys[i - 1] == keys[i]
-        free = self.cap[k] - self.used[k]
-        at_most = min(left, free)
-        at_least = max(0, left - free_after[i + 1])
+        hi = left if left < free[i] else free[i]
+        if twins[i] and hi * (twins[i] + 1) > left:  # the twins after i take at least as many
+            hi = left // (twins[i] + 1)
+        at_least = left - free_after[i + 1]
+        if at_least < 0:
+            at_least = 0
         if same:
-            if at_most < base:
+            if hi < base:
                 return
-            at_least = max(at_least, base)
-        c, s, net = self.cost[o]
-        res, lim = self.res[k], self.limit
-        for num in range(at_least, at_most + 1):
-            self.result.work += 1
-            if self.result.work > self.work_limit:
+            if at_least < base:
+                at_least = base
+        res = self.res[k]
+        lim_c, lim_s, lim_n = self.limit
+        # CAPS's threshold rule: counts from at_least up until a node's cost exceeds a threshold
+        if c > 0 and res[0] + c * hi > lim_c:
+            hi = _most(res[0], c, lim_c, hi)
+        if s > 0 and res[1] + s * hi > lim_s:
+            hi = _most(res[1], s, lim_s, hi)
+        if links and hi >= at_least and res[2] + self._added(net, forward, k, hi, links) > lim_n:
+            ok, bad = at_least - 1, hi
+            while bad - ok > 1:
+                mid = (ok + bad) // 2
+                if res[2] + self._added(net, forward, k, mid, links) > lim_n:
+                    bad = mid
+                else:
+                    ok = mid
+            hi = ok
+        if hi < at_least:
+            self.work += 1
+            return
+        eps_c, eps_s = self.eps[0], self.eps[1]
+        weight_after = room_after[i]
+        target = int(left * share[i] / weight_after) if weight_after > 0 else left // (len(nodes) - i)
+        target = hi if target > hi else at_least if target < at_least else target
+        counts_o, used, sig = self.counts[o], self.used, self.sig
+        for num in (target,) if hi == at_least else _outward(target, at_least, hi):
+            self.work += 1
+            if self.work > self.work_limit:
                 self.stop = True
                 return
-            added = 0.0
-            for d in self.down[o]:
-                if self.placed[d]:
-                    added += self._remote(o, d, num, self.counts[d][k])
-            if res[0] + c * num > lim[0] or res[1] + s * num > lim[1] or res[2] + added > lim[2]:
-                break
-            res[0] += c * num
-            res[1] += s * num
+            cost_c, cost_s = res[0] + c * num, res[1] + s * num
+            f = free[i] - num
+            must = tasks_next - free_next + f
+            if must > 0 and (cost_c + low_c[must] > lim_c + eps_c or cost_s + low_s[must] > lim_s + eps_s):
+                continue
+            if f > tasks_next:
+                f = tasks_next
+            room_c, room_s = lim_c - cost_c, lim_s - cost_s
+            now_c = fixed_c + (room_c if room_c < top_c[f] else top_c[f])
+            now_s = fixed_s + (room_s if room_s < top_s[f] else top_s[f])
+            rest = left - num
+            if (now_c + absorb_c[i + 1] + eps_c < rest * c + need_c
+                    or now_s + absorb_s[i + 1] + eps_s < rest * s + need_s):
+                continue
+            added = self._added(net, forward, k, num, links) if links else 0.0
+            res[0] = cost_c
+            res[1] = cost_s
             res[2] += added
-            self.counts[o][k] = num
-            self.used[k] += num
-            self._inner(level, o, nodes, keys, i + 1, left - num, free_after, num)
-            self.used[k] -= num
-            self.counts[o][k] = 0
+            counts_o[k] = num
+            used[k] += num
+            sig[k] += num * weight
+            self._inner(ctx, i + 1, rest, num, now_c, now_s)
+            sig[k] -= num * weight
+            used[k] -= num
+            counts_o[k] = 0
             res[0] -= c * num
             res[1] -= s * num
             res[2] -= added
             if self.stop:
                 return
 
-    def _remote(self, o: int, d: int, n_o: int, n_d: int) -> float:
-        """Network cost of o's ``n_o`` tasks towards d on a node with ``n_d`` d tasks."""
-        if self.kind[o] == "FORWARD":
-            return self.cost[o][2] * max(0, n_o - n_d)
-        return self.cost[o][2] * n_o * (1.0 - n_d / self.par[d])
-
     def _close(self, level: int, o: int) -> None:
         """All of o's tasks are placed: charge the links from placed upstream operators."""
-        extra = [0.0] * len(self.cap)
-        for u in self.up[o]:
-            if self.placed[u]:
-                for k in range(len(self.cap)):
-                    extra[k] += self._remote(u, o, self.counts[u][k], self.counts[o][k])
-        for k in range(len(self.cap)):
-            if self.res[k][2] + extra[k] > self.limit[2]:
-                return
-        for k in range(len(self.cap)):
-            self.res[k][2] += extra[k]
+        res, lim_n = self.res, self.limit[2]
+        ups = [(self.counts[u], self.cost[u][2], self.forward[u]) for u in self.up[o] if self.placed[u]]
+        if ups:
+            counts_o, p = self.counts[o], self.par[o]
+            extra = []
+            for k, n_o in enumerate(counts_o):
+                added = 0.0
+                for counts_u, net, forward in ups:
+                    n_u = counts_u[k]
+                    if forward:
+                        added += net * (n_u - n_o if n_u > n_o else 0)
+                    else:
+                        added += net * n_u * (1.0 - n_o / p)
+                if res[k][2] + added > lim_n:
+                    return
+                extra.append(added)
+            for k, added in enumerate(extra):
+                res[k][2] += added
         self.placed[o] = True
         self._outer(level + 1)
         self.placed[o] = False
-        for k in range(len(self.cap)):
-            self.res[k][2] -= extra[k]
+        if ups:
+            for k, added in enumerate(extra):
+                res[k][2] -= added
 
     def _record(self) -> None:
         result = self.result
         result.found += 1
         if result.work_to_first is None:
-            result.work_to_first = result.work
+            result.work_to_first = self.work
             result.seconds_to_first = time.perf_counter() - self.started
-        cost = np.array(self.res).max(axis=0)
-        if any(np.all(p <= cost) for p, _ in result.plans):
-            pass  # dominated by or equal to a kept plan
-        else:
-            result.plans = [(p, c) for p, c in result.plans if not np.all(cost <= p)]
-            result.plans.append((cost, np.array(self.counts, dtype=np.int64)))
+        res = self.res
+        cost = (max(r[0] for r in res), max(r[1] for r in res), max(r[2] for r in res))
+        if not any(p[0] <= cost[0] and p[1] <= cost[1] and p[2] <= cost[2] for p, _ in result.plans):
+            result.plans = [(p, c) for p, c in result.plans
+                            if not (cost[0] <= p[0] and cost[1] <= p[1] and cost[2] <= p[2])]
+            result.plans.append((cost, [row[:] for row in self.counts]))
         if self.first_only:
             self.stop = True
 
 
+def _head(ops: list[int], par: list[int], cost: list[tuple], dim: int, width: int) -> list[float]:
+    """Prefix sums of the first ``width`` tasks of ``ops`` in that order, in dimension ``dim``."""
+    out, total, n = [0.0], 0.0, 0
+    for o in ops:
+        x = cost[o][dim]
+        for _ in range(min(par[o], width - n)):
+            total += x
+            out.append(total)
+        n = len(out) - 1
+        if n >= width:
+            break
+    return out
+
+
+def _most(have: float, per: float, limit: float, at_most: int) -> int:
+    """Largest ``n <= at_most`` with ``have + per * n <= limit`` (CAPS's float test), -1 if none."""
+    if have > limit:
+        return -1
+    if limit == math.inf:
+        return at_most
+    n = min(at_most, int((limit - have) / per))
+    while n >= 0 and have + per * n > limit:
+        n -= 1
+    while n < at_most and have + per * (n + 1) <= limit:
+        n += 1
+    return n
+
+
+def _outward(start: int, lo: int, hi: int):
+    """``start``, then alternately above and below it, within ``[lo, hi]``."""
+    yield start
+    step = 1
+    while start + step <= hi or start - step >= lo:
+        if start + step <= hi:
+            yield start + step
+        if start - step >= lo:
+            yield start - step
+        step += 1
+
+
 def search(profile: ContentionProfile, limits: np.ndarray, alpha, work_limit: int,
-           first_only: bool = False) -> SearchResult:
-    """One CAPS search with thresholds from ``alpha`` (compute, state, network ratios)."""
-    low, high = threshold_bases(profile, len(limits), int(np.max(limits)))
+           first_only: bool = False, bases: tuple[np.ndarray, np.ndarray] | None = None) -> SearchResult:
+    """One CAPS search with thresholds from ``alpha`` (compute, state, network ratios);
+    ``bases`` are :func:`threshold_bases` when the caller has them."""
+    low, high = bases or threshold_bases(profile, len(limits), int(np.max(limits)))
     return _Search(profile, limits, thresholds(low, high, alpha), work_limit, first_only).run()
 
 
@@ -247,8 +413,10 @@ def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granular
               probe_work: int, work_limit: int) -> tuple[SearchResult, np.ndarray, dict[str, Any]]:
     """CAPS's two-phase auto-tuning (module docstring); returns the final search, its alphas
     and how many searches each phase ran."""
+    bases = threshold_bases(profile, len(limits), int(np.max(limits)))
+
     def works(alpha) -> bool:
-        return search(profile, limits, alpha, probe_work, first_only=True).found > 0
+        return search(profile, limits, alpha, probe_work, first_only=True, bases=bases).found > 0
 
     ceiling = np.minimum(np.asarray(ceilings, dtype=np.float64), 1.0)
     relaxed = 0
@@ -277,7 +445,7 @@ def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granular
         calls[dim] = count
     alpha, rounds = minimum.copy(), 1
     while True:
-        result = search(profile, limits, alpha, work_limit)
+        result = search(profile, limits, alpha, work_limit, bases=bases)
         if result.plans:
             break
         if np.all(alpha >= 1.0):
@@ -293,37 +461,38 @@ def placement_from_counts(graph: TaskGraph, cluster: Cluster, profile: Contentio
     """Tasks onto nodes by operator counts: a ``FORWARD`` partner of equal parallelism already
     assigned puts task i beside its partner's task i where counts allow; then rank order.
     Worker slots are used round robin on each node."""
-    node_of = np.full(graph.n_tasks, -1, dtype=np.int64)
-    n_ops = profile.n_operators
-    tasks = [graph.operator_tasks(o) for o in range(n_ops)]
-    done: list[int] = []
-    partners = {o: set() for o in range(n_ops)}
+    n_ops, n_nodes = profile.n_operators, cluster.n_nodes
+    node_of = [-1] * graph.n_tasks
+    tasks: list[list[int]] = [[] for _ in range(n_ops)]
+    for t, o in enumerate(graph.task_operator.tolist()):
+        tasks[o].append(t)
+    partners: list[set[int]] = [set() for _ in range(n_ops)]
     for o, d, kind in profile.links():
         if kind == "FORWARD" and profile.parallelism[o] == profile.parallelism[d]:
             partners[o].add(d)
             partners[d].add(o)
-    for o in range(n_ops):
+    done: list[int] = []
+    for o, want in enumerate(np.asarray(counts).tolist()):
         mine = tasks[o]
-        want = counts[o].copy()
         partner = next((x for x in done if x in partners[o]), None)
         if partner is not None:
-            for rank, t in enumerate(mine):
-                k = node_of[tasks[partner][rank]]
+            for t, twin in zip(mine, tasks[partner]):
+                k = node_of[twin]
                 if want[k] > 0:
                     node_of[t] = k
                     want[k] -= 1
-        rest = [t for t in mine if node_of[t] < 0]
-        fill = np.repeat(np.arange(cluster.n_nodes), want)
-        node_of[rest] = fill
+        rest = iter(t for t in mine if node_of[t] < 0)
+        for k in range(n_nodes):
+            for _ in range(want[k]):
+                node_of[next(rest)] = k
         done.append(o)
-    worker_of = np.full(graph.n_tasks, NO_WORKER, dtype=np.int64)
-    seen = np.zeros(cluster.n_nodes, dtype=np.int64)
-    for t in range(graph.n_tasks):
-        k = node_of[t]
-        if cluster.slots[k] > 0:
-            worker_of[t] = seen[k] % cluster.slots[k]
+    slots, seen = cluster.slots.tolist(), [0] * n_nodes
+    worker_of = [NO_WORKER] * graph.n_tasks
+    for t, k in enumerate(node_of):
+        if slots[k] > 0:
+            worker_of[t] = seen[k] % slots[k]
         seen[k] += 1
-    return node_of, worker_of
+    return np.array(node_of, dtype=np.int64), np.array(worker_of, dtype=np.int64)
 
 
 @register
@@ -337,14 +506,15 @@ class CapsScheduler(Scheduler):
         Param("alpha_state", float, 0.15, "threshold ratio for state (without autotune)", low=0.0, high=1.0),
         Param("alpha_network", float, 0.6, "threshold ratio for network (without autotune)", low=0.0, high=1.0),
         Param("autotune", bool, True, "tune the alphas (CAPS's Auto_tuning) instead of using the three above"),
-        Param("ceiling_compute", float, 0.07, "autotune: starting ceiling for compute", low=0.0, high=1.0),
-        Param("ceiling_state", float, 0.07, "autotune: starting ceiling for state", low=0.0, high=1.0),
-        Param("ceiling_network", float, 0.5, "autotune: starting ceiling for network", low=0.0, high=1.0),
+        Param("ceiling_compute", float, 0.02, "autotune: starting ceiling for compute (CAPS's cmd/manual_tune)", low=0.0, high=1.0),
+        Param("ceiling_state", float, 0.02, "autotune: starting ceiling for state (CAPS's cmd/manual_tune)", low=0.0, high=1.0),
+        Param("ceiling_network", float, 0.1, "autotune: starting ceiling for network (CAPS's cmd/manual_tune)", low=0.0,
+              high=1.0),
         Param("granularity", float, 0.01, "autotune: binary search stops at this alpha width", low=1e-4, high=1.0),
         Param("tune_rate", float, 0.2, "autotune: relax alphas by this factor (1 + rate)", low=0.01, high=10.0),
         Param("first_plan", bool, False, "stop at the first plan within the thresholds (CAPS's ExitOnFirstPlan)"),
-        Param("work_limit", int, 200_000, "node trials per full search (deterministic stop)", low=1),
-        Param("probe_work", int, 20_000, "node trials per autotune probe", low=1),
+        Param("work_limit", int, 1_000_000, "node trials per full search (deterministic stop)", low=1),
+        Param("probe_work", int, 100_000, "node trials per autotune probe", low=1),
         Param("pick", str, "balanced", "plan taken from the Pareto front", choices=("balanced", "random")),
         STRICT,
     )
@@ -356,6 +526,7 @@ class CapsScheduler(Scheduler):
             raise InfeasibleError(f"caps: graph {graph.name!r} has {graph.n_tasks} tasks but the nodes of "
                                   f"{cluster.name!r} take at most {int(limits.sum())}")
         started = time.perf_counter()
+        bases = threshold_bases(profile, len(limits), int(np.max(limits)))
         calls: dict[str, Any] = {}
         if params["autotune"]:
             ceilings = (params["ceiling_compute"], params["ceiling_state"], params["ceiling_network"])
@@ -363,12 +534,12 @@ class CapsScheduler(Scheduler):
                                              params["probe_work"], params["work_limit"])
         else:
             alpha = np.array([params["alpha_compute"], params["alpha_state"], params["alpha_network"]])
-            result = search(profile, limits, alpha, params["work_limit"], first_only=params["first_plan"])
+            result = search(profile, limits, alpha, params["work_limit"], first_only=params["first_plan"], bases=bases)
             if not result.plans:
                 why = "searched every plan" if result.exhausted else f"stopped at work_limit={params['work_limit']}"
                 raise InfeasibleError(f"caps: no plan of {graph.name!r} within alpha=({', '.join(f'{a:g}' for a in alpha)}) "
                                       f"({why}); raise the alphas or use autotune=true")
-        low, high = threshold_bases(profile, len(limits), int(np.max(limits)))
+        low, high = bases
         span = np.where(high - low > 0, high - low, 1.0)
         if params["pick"] == "random":
             chosen = result.plans[int(np.random.default_rng(seed).integers(len(result.plans)))]
