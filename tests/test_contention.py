@@ -153,7 +153,8 @@ def test_cli_reads_a_profile_file_and_refuses_bad_ones_in_one_line(tmp_path, cap
 
 # ------------------------------------------------------------------ schedulers
 def brute_force(graph, n_nodes: int, slots: int):
-    """Every count matrix (tasks of each operator per node, at most ``slots`` per node): costs."""
+    """Every count matrix (tasks of each operator per node, at most ``slots`` per node, a number
+    or one per node): costs."""
     profile = graph.contention
     per_op = []
     for p in profile.parallelism:
@@ -182,6 +183,24 @@ def test_caps_full_search_finds_exactly_the_brute_force_pareto_front():
                               work_limit=10**7).schedule(graph, cluster)
     found = {tuple(np.round([p[d] for d in ("compute", "state", "network")], 9)) for p in placement.metadata["pareto_front"]}
     assert placement.metadata["exhausted"] and found == front
+
+
+@pytest.mark.parametrize("capacities", [(3, 3, 2, 1), (1, 2, 3, 3), (4, 4, 1, 0.5)])
+def test_caps_full_search_on_unequal_nodes_finds_exactly_the_brute_force_front(capacities):
+    """Nodes of different room (a residual cluster's): empty nodes are interchangeable only
+    when they take as many tasks (twins were once told apart by their contents alone, and a
+    feasible graph got "no plan" after an exhaustive search)."""
+    graph, _ = tiny()
+    cluster = Cluster.from_types("unequal", *[(1, {"capacity": float(c), "slots": 4}) for c in capacities])
+    limits = np.floor(np.array(capacities, dtype=float)).astype(int)
+    everything = [c for c, _ in brute_force(graph, len(capacities), limits)]
+    assert everything
+    front = {tuple(np.round(c, 9)) for c in everything if not any(dominates(o, c) for o in everything)}
+    placement = get_scheduler("caps", autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0,
+                              work_limit=10**7).schedule(graph, cluster)
+    found = {tuple(np.round([p[d] for d in ("compute", "state", "network")], 9)) for p in placement.metadata["pareto_front"]}
+    within = caps_threshold_rule(graph.contention, len(capacities), int(limits.max()), (1.0, 1.0, 1.0)) + 1e-6
+    assert placement.metadata["exhausted"] and found == {c for c in front if np.all(np.array(c) <= within)}
 
 
 def caps_threshold_rule(profile, workers: int, slots: int, alpha) -> np.ndarray:

@@ -191,8 +191,10 @@ class _Search:
         o = self.order[level]
         cap, used, res, sig = self.cap, self.used, self.res, self.sig
         n_nodes = len(cap)
-        nodes = sorted(range(n_nodes), key=lambda k: (-res[k][0], sig[k], k))
-        keys = [sig[k] for k in nodes]
+        # twins (interchangeable nodes) hold the same tasks and take as many: CAPS's workers are
+        # alike, a residual cluster's are not
+        nodes = sorted(range(n_nodes), key=lambda k: (-res[k][0], sig[k], cap[k], k))
+        keys = [(sig[k], cap[k]) for k in nodes]
         free = [cap[k] - used[k] for k in nodes]
         free_after = [0] * (n_nodes + 1)
         # what the nodes not yet given o's tasks can absorb (level L's tasks: o's and the later)
