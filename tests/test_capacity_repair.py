@@ -21,7 +21,7 @@ from streamsched.schedulers.replanning import repair
 import placement_checker
 
 HEURISTICS = ["a3-storm", "ban-storm", "even", "gr-storm", "i-scheduler", "isolation", "metis", "ols",
-              "r-storm", "t3", "top-storm"]
+              "r-storm", "storm-ras", "t3", "top-storm"]
 
 
 def measured(name: str, seed: int, utilisation: float, cluster: Cluster, spread: float) -> TaskGraph:

@@ -153,7 +153,8 @@ def test_cli_reads_a_profile_file_and_refuses_bad_ones_in_one_line(tmp_path, cap
 
 # ------------------------------------------------------------------ schedulers
 def brute_force(graph, n_nodes: int, slots: int):
-    """Every count matrix (tasks of each operator per node, at most ``slots`` per node): costs."""
+    """Every count matrix (tasks of each operator per node, at most ``slots`` per node, a number
+    or one per node): costs."""
     profile = graph.contention
     per_op = []
     for p in profile.parallelism:
@@ -182,6 +183,24 @@ def test_caps_full_search_finds_exactly_the_brute_force_pareto_front():
                               work_limit=10**7).schedule(graph, cluster)
     found = {tuple(np.round([p[d] for d in ("compute", "state", "network")], 9)) for p in placement.metadata["pareto_front"]}
     assert placement.metadata["exhausted"] and found == front
+
+
+@pytest.mark.parametrize("capacities", [(3, 3, 2, 1), (1, 2, 3, 3), (4, 4, 1, 0.5)])
+def test_caps_full_search_on_unequal_nodes_finds_exactly_the_brute_force_front(capacities):
+    """Nodes of different room (a residual cluster's): empty nodes are interchangeable only
+    when they take as many tasks (twins were once told apart by their contents alone, and a
+    feasible graph got "no plan" after an exhaustive search)."""
+    graph, _ = tiny()
+    cluster = Cluster.from_types("unequal", *[(1, {"capacity": float(c), "slots": 4}) for c in capacities])
+    limits = np.floor(np.array(capacities, dtype=float)).astype(int)
+    everything = [c for c, _ in brute_force(graph, len(capacities), limits)]
+    assert everything
+    front = {tuple(np.round(c, 9)) for c in everything if not any(dominates(o, c) for o in everything)}
+    placement = get_scheduler("caps", autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0,
+                              work_limit=10**7).schedule(graph, cluster)
+    found = {tuple(np.round([p[d] for d in ("compute", "state", "network")], 9)) for p in placement.metadata["pareto_front"]}
+    within = caps_threshold_rule(graph.contention, len(capacities), int(limits.max()), (1.0, 1.0, 1.0)) + 1e-6
+    assert placement.metadata["exhausted"] and found == {c for c in front if np.all(np.array(c) <= within)}
 
 
 def caps_threshold_rule(profile, workers: int, slots: int, alpha) -> np.ndarray:
@@ -320,3 +339,41 @@ def test_flink_capture_gives_compute_and_network_per_task_and_says_state_is_not_
     assert kinds["Source: gen[1]"] == "REBALANCE"
     placement = get_scheduler("caps").schedule(reading.graph, reading.cluster)
     assert placement.violations(reading.graph, reading.cluster) == []
+
+
+def test_a_graph_json_keeps_its_contention_profile(tmp_path):
+    """write_graph -> read_graph keeps the profile (costs, link types, measured dimensions);
+    without it the profile would be derived from the weights again, and Q5's state costs
+    (not in the weights) would be lost."""
+    from dataclasses import replace
+
+    from streamsched.model.contention import with_profile
+    from streamsched.model.graph_files import write_graph
+
+    graph = workloads.workload("caps-Q5")
+    assert graph.contention.cost[:, 1].max() > 0
+    assert profile_from_graph(replace(graph, contention=None)).cost[:, 1].max() == 0  # derived: no state
+    path = tmp_path / "q5.json"
+    write_graph(graph, path)
+    back = read_graph(path)
+
+    def by_name(profile):  # the file lists operators in its own order: compare them by name
+        names = profile.operator_names
+        return {name: (profile.parallelism[o], tuple(profile.cost[o]), profile.outbound[o],
+                       sorted(names[d] for d in profile.downstream[o])) for o, name in enumerate(names)}
+
+    assert by_name(back.contention) == by_name(graph.contention) and len(by_name(graph.contention)) == 5
+    assert back.contention.measured == graph.contention.measured
+    assert profile_from_graph(back) is back.contention
+    measured = with_profile(graph, replace(graph.contention, measured=("compute", "network")))
+    write_graph(measured, path)
+    assert read_graph(path).contention.measured == ("compute", "network")
+    document = json.loads(path.read_text())
+    document["contention"]["operators"][0]["parallelism"] += 1
+    path.write_text(json.dumps(document))
+    with pytest.raises(InputError, match=r"q5\.json: contention: the contention profile's parallelism differs"):
+        read_graph(path)
+    document["contention"]["operators"][0]["compute"] = -1.0
+    path.write_text(json.dumps(document))
+    with pytest.raises(InputError, match=r"q5\.json: contention\.operators: \[0\] \(id '0'\)\.compute: cost -1 is negative"):
+        read_graph(path)

@@ -21,7 +21,8 @@ EDGE = {"topset", "topset-p", "edge-only", "cloud-only", "ga-incremental", "ga-g
 #: load; R-Storm fits resources; TOP- and BAN-Storm answer the thesis' research question 1
 #: (resource utilisation), A3- and Gr-Storm question 2 (traffic); the edge strategies minimise
 #: makespan (edge-cloud-topset.txt section 3); CAPS (CAPSys, EuroSys 2025) balances contention.
-OBJECTIVE = {"even": "balance", "isolation": "balance", "r-storm": "resources", "top-storm": "resources",
+OBJECTIVE = {"even": "balance", "isolation": "balance", "r-storm": "resources", "storm-ras": "resources",
+             "top-storm": "resources",
              "ban-storm": "resources", "a3-storm": "traffic", "gr-storm": "traffic", "ols": "traffic",
              "metis": "traffic", "i-scheduler": "traffic", "t3": "traffic", "optimal": "traffic",
              "caps": "contention", **{name: "makespan" for name in EDGE}}

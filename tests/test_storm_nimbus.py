@@ -261,3 +261,34 @@ def test_bad_input_is_one_line_naming_the_file(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert len((result.stdout + result.stderr).strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+@needs_peers
+@pytest.mark.parametrize("suffix", [".json", ".csv", ".parquet"])
+def test_graph_files_keep_each_executors_heap_and_the_worker_limit(tmp_path, suffix):
+    """TopologyName00048 of largeCluster03 (executors of 10,240 MB heap, workers of at most
+    10,240 MB) written and read back: heap per executor and the limit as read from the files."""
+    from streamsched.model.graph_files import read_graph, write_graph
+
+    graph = nimbus.read_topology(PEERS / "largeCluster03" / "TopologyName00048-stormcode.ser", executors="hint").graph
+    write_graph(graph, tmp_path / f"g{suffix}")
+    back = read_graph(tmp_path / f"g{suffix}")
+    assert back.worker_heap_mb == graph.worker_heap_mb == 10_240.0
+    assert np.array_equal(back.onheap_mb, graph.onheap_mb) and np.array_equal(back.memory_mb, graph.memory_mb)
+    assert float(graph.onheap_mb.max()) == 10_240.0
+
+
+def test_a_worker_heap_limit_differing_between_rows_is_one_line(tmp_path):
+    from streamsched.model.graph_files import read_graph
+
+    (tmp_path / "g.json").write_text(json.dumps({"tasks": [
+        {"id": 0, "load": 1, "memory_mb": 300, "onheap_mb": 200, "worker_heap_mb": 700},
+        {"id": 1, "load": 1, "memory_mb": 300, "onheap_mb": 200, "worker_heap_mb": 800}],
+        "edges": [{"src": 0, "dst": 1, "rate": 1}]}))
+    with pytest.raises(InputError, match=r"g.json: row 1: worker_heap_mb 800.0 differs from the first row's 700.0"):
+        read_graph(tmp_path / "g.json")
+    (tmp_path / "h.json").write_text(json.dumps({"tasks": [{"id": 0, "load": 1, "memory_mb": 100, "onheap_mb": 200},
+                                                           {"id": 1, "load": 1, "memory_mb": 100, "onheap_mb": 50}],
+                                                 "edges": [{"src": 0, "dst": 1, "rate": 1}]}))
+    with pytest.raises(InputError, match="onheap_mb must give one value per task, each at most its memory_mb"):
+        read_graph(tmp_path / "h.json")

@@ -1,7 +1,8 @@
-"""Core commands: list, schedule, evaluate, compare."""
+"""Core commands: list, schedule, schedule-many, evaluate, compare."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -35,6 +36,11 @@ def check_isolation_topologies(scheduler: str, params: dict[str, Any], names: li
     if unknown:
         raise InputError(f"--param machines: {', '.join(map(repr, unknown))} is not a topology being placed "
                          f"(placing: {', '.join(names)})")
+
+
+#: Exit code of ``compare`` when some scheduler failed (a row with status ``error``), and of
+#: ``schedule-many`` when some topology was not placed; the other rows and files are written.
+EXIT_SOME_FAILED = 4
 
 
 @app.command("list")
@@ -144,6 +150,99 @@ def _schedule_several(graphs: list[TaskGraph], nodes: Cluster, scheduler: str, p
     emit({"topologies": results}, as_json, lines)
 
 
+@app.command("schedule-many")
+def schedule_many_command(
+    nimbus_dir: Optional[Path] = typer.Option(
+        None, "--nimbus", help="directory of Nimbus' stored topologies (<id>-stormcode.ser and <id>-stormconf.ser)"),
+    graph: Optional[list[Path]] = typer.Option(None, "--graph", "-g", help="graph file; repeat it for each topology"),
+    executors: str = typer.Option("hint", "--executors", help="with --nimbus: hint (one executor per parallelism "
+                                  "hint, as Storm's TestLargeCluster) or nimbus (min(hint, topology.tasks))"),
+    cluster: str = ClusterOpt,
+    scheduler: str = typer.Option("storm-ras", "--scheduler", "-s", help="registered scheduler name"),
+    param: Optional[list[str]] = ParamOpt,
+    order: Optional[str] = typer.Option(
+        None, "--order", help="priority: Storm's (topology.priority, then id; --nimbus only, its default); "
+                              "given: as listed (the default for --graph)"),
+    reschedule: bool = typer.Option(False, "--reschedule", help="then Storm's second phase: each topology in "
+                                    "turn removed and scheduled again on what the others hold"),
+    seed: int = typer.Option(0, "--seed", min=0, help="seed of every randomised choice"),
+    out: Path = typer.Option(..., "--out", "-o", help="directory: one placement file per placed topology and "
+                             "summary.json"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Schedule every topology of a set onto one cluster, each on what the others left, as
+    Storm's TestLargeCluster does (``-p strict=true`` for no capacity repair, as Storm), and with
+    ``--reschedule`` its second phase. Writes OUTDIR/<topology>.json (the placements at the end)
+    and OUTDIR/summary.json (per topology: placed or why not, the second phase's outcome and
+    seconds, Storm's network metric). Exit 4 when some topology was not placed (the outputs
+    are still written)."""
+    from streamsched import resolve
+    from streamsched.metrics import traffic_by_distance
+    from streamsched.model.paths import staged_directory
+    from streamsched.schedulers.base import reschedule_each
+
+    if (nimbus_dir is None) == (not graph):
+        raise InputError("give exactly one of --nimbus DIR or --graph FILE (repeat --graph for several topologies)")
+    if order not in (None, "priority", "given"):
+        raise InputError(f"--order: {order!r} is not one of priority, given")
+    if order == "priority" and nimbus_dir is None:
+        raise InputError("--order priority needs --nimbus (topology.priority is in the stored confs)")
+    if nimbus_dir is not None:
+        from streamsched.engines.storm import nimbus
+
+        topologies = [t for t in nimbus.read_dir(nimbus_dir, executors=executors) if not t.empty]
+        graphs, ids = [t.graph for t in topologies], [t.topology_id for t in topologies]
+        sequence = nimbus.priority_order(topologies) if order in (None, "priority") else None
+    else:
+        graphs = [resolve.graph(path=g) for g in graph]
+        ids, sequence = [g.name for g in graphs], None
+    if not graphs:
+        raise InputError(f"{nimbus_dir}: no topology with executors")
+    nodes = resolve.cluster(cluster, None if nimbus_dir is not None else graph[0])
+    params = parse_params(param)
+    check_isolation_topologies(scheduler, params, [g.name for g in graphs])
+    chosen = get_scheduler(scheduler, **params)
+    with err_console.status(f"scheduling {len(graphs)} topologies with {scheduler}"):
+        reasons: dict[int, str] = {}
+        placements = schedule_many(chosen, graphs, nodes, seed=seed, skip_infeasible=reasons, order=sequence)
+        second = reschedule_each(chosen, graphs, nodes, placements, seed=seed) if reschedule else None
+    rows, files = [], {}
+    final = [p for p, _, _ in second] if second is not None else placements
+    for k, (task_graph, placement) in enumerate(zip(graphs, final)):
+        row = {"id": ids[k], "name": task_graph.name, "executors": task_graph.n_tasks,
+               "placed": placements[k] is not None, "reason": reasons.get(k), "file": None}
+        if second is not None:
+            row.update(rescheduled=second[k][0] is not None, reschedule_reason=second[k][1],
+                       reschedule_s=second[k][2])
+        if placement is not None:
+            row["repaired"] = bool(placement.metadata.get("repaired", False))
+            row["network"] = traffic_by_distance(task_graph, placement, nodes)
+            files[k] = f"{safe_name(ids[k])}.json"
+            row["file"] = files[k]
+        rows.append(row)
+    summary = {"cluster": nodes.name, "scheduler": scheduler, "params": chosen.resolved_params(), "seed": seed,
+               "order": [ids[k] for k in (sequence or range(len(graphs)))], "reschedule": reschedule,
+               "fully_scheduled": sum(r["placed"] for r in rows), "topologies": rows}
+    if second is not None:
+        summary["rescheduled"] = sum(r["rescheduled"] for r in rows)
+    with staged_directory(out) as stage:
+        for k, name in files.items():
+            final[k].write(stage / name, graphs[k], nodes)
+        (stage / "summary.json").write_text(json.dumps(finite_or_null(summary), indent=1))
+    lines = [f"{summary['fully_scheduled']}/{len(rows)} topologies placed on {nodes.name} by {scheduler}"]
+    if second is not None:
+        slowest = max(range(len(rows)), key=lambda k: second[k][2])
+        lines.append(f"second phase: {summary['rescheduled']}/{len(rows)} scheduled again; slowest step "
+                     f"{rows[slowest]['name']} {second[slowest][2]:.2f} s")
+    missing = [r["name"] for r in rows if not r["placed"] or (second is not None and not r["rescheduled"])]
+    lines.append(f"placements and summary.json in {out}")
+    emit(summary, as_json, lines)
+    if missing:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        err_console.print(f"{len(missing)} of {len(rows)} topologies not scheduled: {shown}", highlight=False)
+        raise typer.Exit(EXIT_SOME_FAILED)
+
+
 @app.command()
 def evaluate(
     placement: Path = typer.Argument(..., help="placement JSON written by `schedule --out`"),
@@ -164,10 +263,6 @@ def evaluate(
         table.add_row(key, cell(value))
     console.print(table)
 
-
-#: Exit code of ``compare`` when some scheduler failed (a row with status ``error``); every
-#: other row, and the report, are still written.
-EXIT_SOME_FAILED = 4
 
 
 @app.command()

@@ -119,8 +119,8 @@ def storm_nimbus(
 ) -> None:
     """Topologies as Nimbus stores them: one graph per topology (a task per executor, loads in
     cores from the declared CPU %, memory on- plus off-heap, one connection per executor pair
-    joined by a stream), written as OUTDIR/<id>.json, and OUTDIR/topologies.json listing them.
-    The per-worker heap limit is listed there (graph files do not keep it)."""
+    joined by a stream; each executor's heap and the per-worker heap limit kept), written as
+    OUTDIR/<id>.json, and OUTDIR/topologies.json listing them."""
     from streamsched.engines.storm import nimbus
     from streamsched.model.graph_files import write_graph
 

@@ -218,6 +218,30 @@ def read_caps_profile(data: Any, where: str) -> ContentionProfile:
     return profile
 
 
+def caps_records(profile: ContentionProfile) -> list[dict[str, Any]]:
+    """``profile`` in CAPSys's profile JSON (what :func:`read_caps_profile` reads back); an
+    operator's id is its index."""
+    return [{"id": str(o), "name": name, "parallelism": int(profile.parallelism[o]),
+             **{dim: float(profile.cost[o, k]) for k, dim in enumerate(DIMENSIONS)},
+             "outboundtype": profile.outbound[o], "downNode": [str(d) for d in profile.downstream[o]],
+             "upNode": [str(u) for u in profile.upstream[o]]}
+            for o, name in enumerate(profile.operator_names)]
+
+
+def in_operator_order(profile: ContentionProfile, names: tuple[str, ...], where: str) -> ContentionProfile:
+    """``profile`` with its operators in the order of ``names`` (a graph read from a file lists
+    its operators in its own order)."""
+    if sorted(names) != sorted(profile.operator_names):
+        raise InputError(f"{where}: the contention profile's operators differ from the graph's")
+    index = {name: k for k, name in enumerate(profile.operator_names)}
+    order = [index[name] for name in names]
+    new_index = {old: new for new, old in enumerate(order)}
+    return replace(profile, operator_names=tuple(names),
+                   parallelism=tuple(profile.parallelism[o] for o in order),
+                   cost=_frozen(profile.cost[order].copy()), outbound=tuple(profile.outbound[o] for o in order),
+                   downstream=tuple(tuple(new_index[d] for d in profile.downstream[o]) for o in order))
+
+
 def _frozen(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array

@@ -2,8 +2,9 @@
 
 Canonical columns. Edges: ``src``, ``dst`` (task ids), ``rate`` (tuples/s), optional
 ``bytes`` (bytes/s); ``source``/``target``/``value`` are accepted as aliases. Tasks (optional):
-``id``, ``operator``, ``load``, optional ``memory_mb``, ``load_unit`` (``tasks`` or ``cores``,
-the same on every row), ``max_per_node`` (most tasks of the operator on one node, 0 = no limit)
+``id``, ``operator``, ``load``, optional ``memory_mb``, ``onheap_mb`` (the JVM heap part of
+``memory_mb``) and ``worker_heap_mb`` (Storm's ``topology.worker.max.heap.size.mb``, the same on
+every row), ``load_unit`` (``tasks`` or ``cores``, the same on every row), ``max_per_node`` (most tasks of the operator on one node, 0 = no limit)
 and ``slot_group`` (the operator's slot sharing group): the last two are per operator, the same
 on every row of an operator (:mod:`streamsched.model.colocation`). CSV and Parquet keep tasks in a sibling file ``<name>.tasks.<ext>``;
 JSON keeps both as ``{"load_unit": ..., "tasks": [...], "edges": [...]}``. Without a tasks
@@ -91,13 +92,16 @@ def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks, l
     if tasks is None:
         ids = np.unique(np.concatenate([src_ids, dst_ids]))
         operators, task_operator = ("task",), np.zeros(ids.size, dtype=np.int32)
-        load, memory = np.ones(ids.size), None
+        load, memory, onheap, heap_limit = np.ones(ids.size), None, None, None
     else:
-        ids, op_names, load, memory, tasks_path, *rule = tasks
+        ids, op_names, load, memory, onheap, heap_limit, tasks_path, *rule = tasks
         if np.unique(ids).size != ids.size:
             dup = ids[np.flatnonzero(np.diff(np.sort(ids)) == 0)[0]]
             raise InputError(f"{tasks_path}: task id {dup} listed twice")
         _check_values(tasks_path, "load", load)
+        for column, values in (("onheap_mb", onheap), ("worker_heap_mb", heap_limit)):
+            if values is not None:
+                _check_values(tasks_path, column, np.atleast_1d(values))
         operators, task_operator = np.unique(op_names, return_inverse=True)
         operators = tuple(str(o) for o in operators)
         if rule:
@@ -132,6 +136,8 @@ def _assemble(name: str, path: Path, src_ids, dst_ids, rate, byte_rate, tasks, l
         load_unit=load_unit,
         max_per_node=caps,
         slot_group=groups,
+        onheap_mb=onheap,
+        worker_heap_mb=heap_limit or 0.0,
     )
 
 
@@ -159,24 +165,29 @@ def _tasks_from_table(table: pa.Table, path: Path):
     ops = _column(table, path, "operator", str, required=False)
     load = _column(table, path, "load", np.float64, required=False)
     memory = _column(table, path, "memory_mb", np.float64, required=False)
+    onheap = _column(table, path, "onheap_mb", np.float64, required=False)
     caps = _column(table, path, "max_per_node", np.int64, required=False)
     groups = _column(table, path, "slot_group", str, required=False)
+    heap_limit = _same_on_every_row(table, path, "worker_heap_mb", np.float64)
     n = ids.size
-    return (ids, ops if ops is not None else np.full(n, "task"),
-            load if load is not None else np.ones(n), memory, path, caps, groups), _table_unit(table, path)
+    unit = _same_on_every_row(table, path, "load_unit", str)
+    return (ids, ops if ops is not None else np.full(n, "task"), load if load is not None else np.ones(n), memory,
+            onheap, None if heap_limit is None else float(heap_limit), path, caps, groups), \
+        None if unit is None else check_unit(str(unit), f"{path}: {_row(path, 0)}: load_unit")
 
 
-def _table_unit(table: pa.Table, path: Path) -> str | None:
-    """The tasks table's ``load_unit`` column (one value on every row), or None without one."""
-    units = _column(table, path, "load_unit", str, required=False)
-    if units is None or units.size == 0:
+def _same_on_every_row(table: pa.Table, path: Path, name: str, dtype):
+    """The tasks table's column ``name`` holding one value on every row: that value, or None
+    without the column."""
+    values = _column(table, path, name, dtype, required=False)
+    if values is None or values.size == 0:
         return None
-    different = np.flatnonzero(units != units[0])
+    different = np.flatnonzero(values != values[0])
     if different.size:
         k = int(different[0])
-        raise InputError(f"{path}: {_row(path, k)}: load_unit {str(units[k])!r} differs from the first row's "
-                         f"{str(units[0])!r}")
-    return check_unit(str(units[0]), f"{path}: {_row(path, 0)}: load_unit")
+        raise InputError(f"{path}: {_row(path, k)}: {name} {values[k].item()!r} differs from the first row's "
+                         f"{values[0].item()!r}")
+    return values[0]
 
 
 def _one_unit(path: Path, stated: str | None, table: str | None) -> str:
@@ -206,16 +217,17 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
             task_info, table_unit = _tasks_from_table(_records_table(data["tasks"], path, "tasks"), path)
         unit = _one_unit(path, data.get("load_unit"), table_unit)
         name = name if data.get("name") is None else data["name"]
+        contention = data.get("contention")
     elif suffix in (".csv", ".parquet"):
         edges = _read_table(path)
         tasks_file = Path(tasks) if tasks is not None else tasks_path_for(path)
-        task_info, unit = None, TASKS
+        task_info, unit, contention = None, TASKS, None
         if tasks is not None or tasks_file.exists():
             task_info, table_unit = _tasks_from_table(_read_table(tasks_file), tasks_file)
             unit = _one_unit(tasks_file, None, table_unit)
     else:
         raise InputError(f"{path}: unknown graph format {suffix!r} (use .csv, .json or .parquet)")
-    return _assemble(
+    graph = _assemble(
         name, path,
         _column(edges, path, "src", np.int64),
         _column(edges, path, "dst", np.int64),
@@ -224,6 +236,20 @@ def read_graph(path: str | Path, tasks: str | Path | None = None, window_s: floa
         task_info,
         unit,
     )
+    return graph if contention is None else _with_contention(graph, contention, path)
+
+
+def _with_contention(graph: TaskGraph, document: dict, path: Path) -> TaskGraph:
+    """``graph`` with the contention profile of its JSON's ``contention`` field (CAPSys's
+    profile records and the dimensions that were measured)."""
+    from dataclasses import replace
+
+    from streamsched.model.contention import in_operator_order, read_caps_profile, with_profile
+
+    where = f"{path}: contention"
+    profile = read_caps_profile(document["operators"], f"{where}.operators")
+    profile = in_operator_order(replace(profile, measured=tuple(document["measured"])), graph.operator_names, where)
+    return with_profile(graph, profile, where)
 
 
 def _records_table(records: list[dict], path: Path, field: str) -> pa.Table:
@@ -243,7 +269,7 @@ def _read_sendgraph(data: dict, path: Path, name: str, window_s: float) -> TaskG
     dst = _column(links, path, "dst", np.int64)
     counts = _column(links, path, "rate", np.float64)
     ids = np.unique(np.concatenate([node_ids, src, dst]))
-    tasks = (ids, np.full(ids.size, "task"), np.ones(ids.size), None, path, None, None)
+    tasks = (ids, np.full(ids.size, "task"), np.ones(ids.size), None, None, None, path, None, None)
     return _assemble(name, path, src, dst, counts / window_s, None, tasks)
 
 
@@ -262,6 +288,10 @@ def write_graph(graph: TaskGraph, path: str | Path) -> None:
         "load": graph.load,
         "memory_mb": graph.memory_mb,
     })
+    if graph.onheap_mb is not None:
+        tasks = tasks.append_column("onheap_mb", pa.array(graph.onheap_mb))
+    if graph.worker_heap_mb > 0:
+        tasks = tasks.append_column("worker_heap_mb", pa.array(np.full(graph.n_tasks, graph.worker_heap_mb)))
     if graph.max_per_node:
         tasks = tasks.append_column("max_per_node", pa.array(np.asarray(graph.max_per_node)[graph.task_operator]))
     if graph.slot_group:
@@ -271,6 +301,11 @@ def write_graph(graph: TaskGraph, path: str | Path) -> None:
     if suffix == ".json":
         document = {"name": graph.name, "load_unit": graph.load_unit, "tasks": tasks.to_pylist(),
                     "edges": edges.to_pylist()}
+        if graph.contention is not None:  # CSV and Parquet have no place for it: derived again when read
+            from streamsched.model.contention import caps_records
+
+            document["contention"] = {"measured": list(graph.contention.measured),
+                                      "operators": caps_records(graph.contention)}
         validate(document, "graph", str(path), written=True)
         path.write_text(json.dumps(document))
         return

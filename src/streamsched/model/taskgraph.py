@@ -172,6 +172,20 @@ class TaskGraph:
         sym.sum_duplicates()
         return sym
 
+    @cached_property
+    def operator_pairs(self) -> np.ndarray:
+        """The distinct (sending operator, receiving operator) pairs joined by an edge, one row
+        each, in increasing order (self-pairs included)."""
+        n = len(self.operator_names)
+        codes = self.task_operator[self.src].astype(np.int64) * n + self.task_operator[self.dst]
+        if n * n <= 1 << 24:
+            seen = np.zeros(n * n, dtype=bool)
+            seen[codes] = True
+            codes = np.flatnonzero(seen)
+        else:
+            codes = np.unique(codes)
+        return np.stack([codes // n, codes % n], axis=1)
+
     def operator_tasks(self, operator: str | int) -> np.ndarray:
         """Task indices of one operator, in increasing order."""
         if isinstance(operator, str):

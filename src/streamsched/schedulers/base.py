@@ -440,28 +440,33 @@ class _Occupancy:
 
 
 def schedule_many(scheduler: Scheduler | list[Scheduler], graphs: list[TaskGraph], cluster: Cluster, seed: int = 0,
-                  skip_infeasible: bool = False) -> list[Placement | None]:
-    """Place several topologies on one cluster, in order, each on what the earlier ones left
-    (``scheduler`` one for all, or a list of one per graph: Storm's ``even`` with each
-    topology's ``topology.workers``).
+                  skip_infeasible: bool | dict[int, str] = False, order: list[int] | None = None
+                  ) -> list[Placement | None]:
+    """Place several topologies on one cluster, in order (``order``: the graphs' indices in the
+    order to place them, e.g. Storm's priority order; the result stays in graph order), each on
+    what the earlier ones left (``scheduler`` one for all, or a list of one per graph: Storm's
+    ``even`` with each topology's ``topology.workers``).
 
     Works for every scheduler: each graph is scheduled on a :class:`ResidualCluster`, and its
     worker numbers are mapped back to the node's free slot numbers. Nodes a placement lists in
     ``metadata["dedicated_nodes"]`` are withheld from every later graph (Isolation). A graph
     that does not fit raises ``InfeasibleError``, or with ``skip_infeasible`` gets ``None`` and
-    takes nothing.
+    takes nothing (``skip_infeasible`` a dict: the reason is put there under its index).
     """
     occupancy = _Occupancy(cluster)
-    out: list[Placement | None] = []
-    for k, graph in enumerate(graphs):
+    out: list[Placement | None] = [None] * len(graphs)
+    if order is not None and sorted(order) != list(range(len(graphs))):
+        raise ValueError(f"order {order} is no ordering of the {len(graphs)} graphs")
+    for k in range(len(graphs)) if order is None else order:
         try:
-            placement = _nth(scheduler, k).schedule(graph, occupancy.residual(), seed=seed)
-        except InfeasibleError:
-            if not skip_infeasible:
+            placement = _nth(scheduler, k).schedule(graphs[k], occupancy.residual(), seed=seed)
+        except InfeasibleError as exc:
+            if skip_infeasible is False:
                 raise
-            out.append(None)
+            if isinstance(skip_infeasible, dict):
+                skip_infeasible[k] = str(exc)
             continue
-        out.append(occupancy.add(k, graph, placement))
+        out[k] = occupancy.add(k, graphs[k], placement)
     return out
 
 

@@ -235,7 +235,9 @@ class _Search:
         _, c, s, net, forward, weight, links, _, counts_o, par_o = self.steps[level]
         cap, used, res, sig = self.cap, self.used, self.res, self.sig
         n_nodes = len(cap)
-        nodes = [k for _, _, k in sorted([(-res[k][0], sig[k], k) for k in range(n_nodes)])]
+        # twins (interchangeable nodes) hold the same tasks and take as many: CAPS's workers are
+        # alike, a residual cluster's are not
+        nodes = [k for _, _, _, k in sorted([(-res[k][0], sig[k], cap[k], k) for k in range(n_nodes)])]
         tables = self.lookahead.levels
         now = tables[level] or self.lookahead.level(level)
         after = tables[level + 1] or self.lookahead.level(level + 1)
@@ -245,7 +247,7 @@ class _Search:
         most = len(top_c) - 1
         # counts are tried from o's share in proportion to the node's compute room (free slots
         # without a compute threshold); per node i (in this order), with what the nodes after it
-        # hold: (same contents as node i-1, node, free slots, twins after it with its contents
+        # hold: (a twin of node i-1, node, free slots, twins after it
         # (they take at least i's count), free slots after it, share, share of i and after,
         # compute and state the nodes after it can absorb, nodes from i on)
         recs = [(False, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)] * (n_nodes + 1)
@@ -255,13 +257,14 @@ class _Search:
         for i in range(n_nodes - 1, -1, -1):
             k = nodes[i]
             r = res[k]
-            key = sig[k]
+            key = (sig[k], cap[k])
             twins = twins + 1 if key == key_next else 0
             f = cap[k] - used[k]
             room = lim_c - r[0]
             share = (room if room > 0.0 else 0.0) if lim_c != math.inf else float(f)
-            recs[i] = (i > 0 and sig[nodes[i - 1]] == key, k, f, twins, free_after, share, room_after + share,
-                       absorb_c, absorb_s, n_nodes - i)
+            before = nodes[i - 1]
+            recs[i] = (i > 0 and sig[before] == key[0] and cap[before] == key[1], k, f, twins, free_after, share,
+                       room_after + share, absorb_c, absorb_s, n_nodes - i)
             free_after += f
             room_after += share
             f = f if f < most else most

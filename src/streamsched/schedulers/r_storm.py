@@ -55,13 +55,11 @@ CPU_PER_CORE = 100.0
 def executor_order(graph: TaskGraph) -> list[int]:
     """Storm's ``orderExecutors``: operators by connection count with their neighbours, then round robin."""
     n_ops = len(graph.operator_names)
-    a, b = graph.task_operator[graph.src].astype(np.int64), graph.task_operator[graph.dst].astype(np.int64)
-    keep = a != b
-    pairs = np.unique(np.minimum(a[keep], b[keep]) * n_ops + np.maximum(a[keep], b[keep]))
     neighbours = [set() for _ in range(n_ops)]
-    for x, y in zip((pairs // n_ops).tolist(), (pairs % n_ops).tolist()):
-        neighbours[x].add(y)
-        neighbours[y].add(x)
+    for x, y in graph.operator_pairs.tolist():
+        if x != y:
+            neighbours[x].add(y)
+            neighbours[y].add(x)
     by_connections = lambda ops: sorted(ops, key=lambda op: (-len(neighbours[op]), op))
     ordered: list[int] = []
     listed = np.zeros(n_ops, dtype=bool)
@@ -123,31 +121,32 @@ class RStormScheduler(Scheduler):
         cpu = node_cpu(cluster, per_load)
         mem = np.array([n.ram_mb for n in cluster.nodes], dtype=np.float64)
         room = remaining_capacity(cluster)
-        nodes = np.array([k for k in node_order(cpu, mem) if cluster.slots[k] > 0], dtype=np.int64)
+        nodes = self.search_nodes(cpu, mem, cluster)
         totals = (("CPU", need_cpu.sum(), cpu[nodes].sum()), ("MB", need_mem.sum(), mem[nodes].sum()))
         for resource, need, have in totals:
             if need > have * (1 + 1e-9) + 1e-9:
-                raise PackingFailed(f"r-storm: {graph.name!r} needs {need:g} {resource} in total; the nodes "
+                raise PackingFailed(f"{self.name}: {graph.name!r} needs {need:g} {resource} in total; the nodes "
                                     f"with slots in {cluster.name!r} have {have:g} {resource} available",
                                     np.full(graph.n_tasks, -1), nodes=np.sort(nodes))
         search = _Search(graph, need_cpu, need_mem, cpu[nodes], mem[nodes], room[nodes], cluster.slots[nodes])
-        order = executor_order(graph)
-        choice = [0] * len(order)
+        order = self.executor_order(graph)
+        first_fit = self.first_fit(graph, cluster, nodes, search, order, cpu, mem)
+        choice: list = [None] * len(order)
         position, states, deepest = 0, 0, 0
         stuck = None
         while position < len(order):
             task = order[position]
-            at = search.first_fit(task, choice[position])
+            at, resume = first_fit(position, choice[position])
             if at >= 0:
                 search.assign(task, at)
-                choice[position] = at + 1
+                choice[position] = resume
                 states += 1
                 position += 1
                 deepest = max(deepest, position)
                 continue
             if deepest == position:
                 stuck = search.snapshot(task, nodes, cluster.n_nodes)
-            choice[position] = 0
+            choice[position] = None
             position -= 1
             if position < 0 or states >= params["max_state_search"]:
                 raise PackingFailed(self._failure(graph, cluster, stuck, need_cpu, need_mem, states), stuck[4],
@@ -155,6 +154,23 @@ class RStormScheduler(Scheduler):
             search.undo(order[position])
         node_of = np.where(search.at >= 0, nodes[np.maximum(search.at, 0)], -1)
         return Placement.build(node_of, search.worker, {"states": states})
+
+    def search_nodes(self, cpu: np.ndarray, mem: np.ndarray, cluster: Cluster) -> np.ndarray:
+        """The nodes the search may use, in the paper's order (step 2): those with a free slot."""
+        return np.array([k for k in node_order(cpu, mem) if cluster.slots[k] > 0], dtype=np.int64)
+
+    def executor_order(self, graph: TaskGraph) -> list[int]:
+        """Step 1."""
+        return executor_order(graph)
+
+    def first_fit(self, graph, cluster, nodes, search, order, cpu, mem):
+        """``(position, resume) -> (node position, resume)``: step 3's first node where the
+        executor at ``position`` of ``order`` fits (-1: none), from the start of the node order
+        (``resume`` None) or after the node it took before (the ``resume`` returned then)."""
+        def first(position: int, resume: int | None) -> tuple[int, int]:
+            at = search.first_fit(order[position], resume or 0)
+            return at, at + 1
+        return first
 
     def _failure(self, graph: TaskGraph, cluster: Cluster, stuck, need_cpu, need_mem, states: int) -> str:
         task, cpu, mem, room, _ = stuck
@@ -167,7 +183,7 @@ class RStormScheduler(Scheduler):
         if graph.worker_heap_mb > 0 and graph.onheap_mb is not None:
             heap = f", {graph.onheap_mb[task]:g} MB heap in a worker of at most {graph.worker_heap_mb:g} MB"
         return (
-            f"r-storm: executor {graph.task_label(task)} of {graph.name!r} needs {need_cpu[task]:g} CPU, "
+            f"{self.name}: executor {graph.task_label(task)} of {graph.name!r} needs {need_cpu[task]:g} CPU, "
             f"{need_mem[task]:g} MB, load {graph.load[task]:g}{heap}; available: {available} "
             f"(after {states} placements)"
         )
@@ -191,17 +207,23 @@ class _Search:
         self.least_heap = np.full(self.cpu.size, np.inf)  # least heap of an open worker per node
         self.workers: dict[int, list[float]] = {}  # heap of each open worker, by node position
         self.at = np.full(graph.n_tasks, -1, np.int64)
+        self.count = np.zeros(self.cpu.size, dtype=np.int64)  # the topology's executors per node position
         self.worker = np.full(graph.n_tasks, 0 if self.limit <= 0 else -1, np.int32)
+
+    def fits(self, task: int, at: slice | np.ndarray = slice(None)) -> np.ndarray:
+        """Whether ``task`` fits, for the node positions ``at`` (a slice or an index array)."""
+        tol = self.TOLERANCE
+        fits = ((self.cpu[at] + tol >= self.need_cpu[task]) & (self.mem[at] + tol >= self.need_mem[task])
+                & (self.room[at] >= self.graph.load[task]))
+        if self.limit > 0:
+            h = self.heap[task]
+            fits &= (self.least_heap[at] + h <= self.limit + tol) | (
+                (self.opened[at] < self.slots[at]) & (h <= self.limit + tol))
+        return fits
 
     def first_fit(self, task: int, start: int) -> int:
         """The first node position >= ``start`` where ``task`` fits, or -1."""
-        tol = self.TOLERANCE
-        fits = ((self.cpu[start:] + tol >= self.need_cpu[task]) & (self.mem[start:] + tol >= self.need_mem[task])
-                & (self.room[start:] >= self.graph.load[task]))
-        if self.limit > 0:
-            h = self.heap[task]
-            fits &= (self.least_heap[start:] + h <= self.limit + tol) | (
-                (self.opened[start:] < self.slots[start:]) & (h <= self.limit + tol))
+        fits = self.fits(task, slice(start, None))
         hit = int(np.argmax(fits)) if fits.size else 0
         return start + hit if fits.size and fits[hit] else -1
 
@@ -210,6 +232,7 @@ class _Search:
         self.mem[at] -= self.need_mem[task]
         self.room[at] -= self.graph.load[task]
         self.at[task] = at
+        self.count[at] += 1
         if self.limit > 0:
             heaps = self.workers.setdefault(at, [])
             h = self.heap[task]
@@ -227,6 +250,7 @@ class _Search:
         self.mem[at] += self.need_mem[task]
         self.room[at] += self.graph.load[task]
         self.at[task] = -1
+        self.count[at] -= 1
         if self.limit > 0:
             heaps, w = self.workers[at], int(self.worker[task])
             heaps[w] -= self.heap[task]

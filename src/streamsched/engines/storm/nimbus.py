@@ -55,6 +55,7 @@ IDL = Path(__file__).with_name("storm_topology.thrift")
 
 #: Storm's defaults.yaml: a component's CPU (% of a core), on- and off-heap MB; a worker's heap.
 DEFAULT_CPU_PCT, DEFAULT_ONHEAP_MB, DEFAULT_OFFHEAP_MB, DEFAULT_WORKER_HEAP_MB = 10.0, 128.0, 0.0, 768.0
+DEFAULT_PRIORITY = 29
 CPU_KEY = "topology.component.cpu.pcore.percent"
 ONHEAP_KEY = "topology.component.resources.onheap.memory.mb"
 OFFHEAP_KEY = "topology.component.resources.offheap.memory.mb"
@@ -93,6 +94,8 @@ class NimbusTopology:
     acker_executors: int
     worker_heap_mb: float
     graph: TaskGraph
+    priority: int = DEFAULT_PRIORITY
+    """``topology.priority``: 0 is the most important (Storm's default 29)."""
 
     @property
     def empty(self) -> bool:
@@ -256,7 +259,9 @@ def read_topology(code: str | Path, conf: str | Path | None = None, ackers: bool
     numbering = system_components(workers, n_ackers, _count(settings, "topology.eventlogger.executors", where, 0),
                                   _consumers(settings.get("topology.metrics.consumer.register"), where))
     graph = _graph(settings["topology.name"], components, heap, ackers, executors, numbering)
-    return NimbusTopology(topology_id, settings["topology.name"], tuple(components), workers, n_ackers, heap, graph)
+    priority = int(_number(settings.get("topology.priority"), where, "topology.priority", DEFAULT_PRIORITY))
+    return NimbusTopology(topology_id, settings["topology.name"], tuple(components), workers, n_ackers, heap, graph,
+                          priority)
 
 
 def _count(conf: Mapping[str, Any], key: str, where: str, default: int | None) -> int | None:
@@ -344,3 +349,11 @@ def read_dir(directory: str | Path, ackers: bool = False, executors: str = "nimb
                              f"{topology.topology_id}")
         seen[topology.name] = topology.topology_id
     return out
+
+
+def priority_order(topologies: list[NimbusTopology]) -> list[int]:
+    """The order Storm's Resource Aware Scheduler schedules ``topologies`` of one user in
+    (``DefaultSchedulingPriorityStrategy``: ``topology.priority`` ascending, then the longest
+    up first, then the topology id; topologies submitted together tie on uptime, as in
+    ``TestLargeCluster``): indices into ``topologies``."""
+    return sorted(range(len(topologies)), key=lambda k: (topologies[k].priority, topologies[k].topology_id))
