@@ -296,8 +296,8 @@ def figure10(args) -> None:
                         go_times.setdefault((threshold, int(match.group(1))), []).append(_go_duration(match.group(2)))
         else:
             print("SKIP CAPS: no Go or no peer copy; streamsched columns only")
-        print(f"| tasks | alpha | CAPS (Go, eval_only_caps) s to 1st plan, median of {args.repeat} | ours caps: schedule s "
-              f"| ours: search s | ratio ours (schedule) / CAPS | ours work | optimal s to proven optimum "
+        print(f"| tasks | alpha | CAPS (Go, eval_only_caps) ms to 1st plan, median of {args.repeat} | ours caps: schedule ms "
+              f"| ours: search ms | ratio ours (schedule) / CAPS | ours work | optimal s to proven optimum "
               "| optimal (compute/state/network) | gap |")
         print("|" + "---|" * 10)
         base = builtin_profile("Q2-join")
@@ -313,7 +313,7 @@ def figure10(args) -> None:
                     runs = [ours_caps(graph, cluster, **params) for _ in range(args.repeat)]
                     seconds = float(np.median([s for _, s in runs]))
                     search_s = float(np.median([m["seconds_to_first"] for m, _ in runs]))
-                    mine, search_text, work = f"{seconds:.4f}", f"{search_s:.4f}", str(runs[0][0]["work"])
+                    mine, search_text, work = f"{seconds * 1e3:.3f}", f"{search_s * 1e3:.3f}", str(runs[0][0]["work"])
                 except InfeasibleError as exc:  # no plan under these alphas is a result
                     seconds, mine, search_text, work = None, "no plan (" + str(exc).split("(")[-1].split(")")[0] + ")", "-", "-"
                 times = go_times.get((t, slots), [])
@@ -321,7 +321,7 @@ def figure10(args) -> None:
                 with_plan = [s for s, n in zip(times, found) if n > 0]
                 go = float(np.median(with_plan)) if with_plan else None
                 if go is not None:
-                    go_text = f"{go:.4f}" + ("" if len(with_plan) == len(times) else f" ({len(with_plan)} of {len(times)} runs found a plan)")
+                    go_text = f"{go * 1e3:.3f}" + ("" if len(with_plan) == len(times) else f" ({len(with_plan)} of {len(times)} runs found a plan)")
                 else:
                     go_text = f"no plan in {len(times)} runs" if times else "-"
                 ratio = f"{seconds / go:.2f}" if go and seconds else "-"

@@ -279,8 +279,8 @@ class _Search:
         self._inner(ctx, 0, par_o, 0, 0.0, 0.0)
 
     def _inner(self, ctx, i: int, left: int, base: int, fixed_c: float, fixed_s: float) -> None:
-        """Node ``nodes[i]`` gets some of o's ``left`` tasks; nodes with the same contents before
-        o are symmetric, ``base`` the previous node's count (non-decreasing over them);
+        """Node ``nodes[i]`` gets some of o's ``left`` tasks; twins (same contents before o, same
+        limit) are symmetric, ``base`` the previous node's count (non-decreasing over them);
         ``fixed_c``/``fixed_s`` what the nodes before i can still absorb of the later tasks."""
         (level, recs, links, c, s, net, forward, tasks_next, free_next, low_c, low_s, top_c, top_s, need_c, need_s,
          weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig) = ctx
