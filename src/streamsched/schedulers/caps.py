@@ -179,7 +179,7 @@ class _Search:
     def __init__(self, profile: ContentionProfile, limits, limit, work_limit: int, first_only: bool,
                  tables: Lookahead | None = None):
         tables = tables or Lookahead(profile, limits)
-        self.cost = cost = tables.cost
+        cost = tables.cost
         self.par = par = tables.par
         forward = [kind == "FORWARD" for kind in profile.outbound]
         self.cap = tables.cap
