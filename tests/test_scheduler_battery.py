@@ -23,6 +23,9 @@ import placement_checker
 
 #: Parameters that bound a scheduler's running time are set low so that the battery stays fast.
 FAST = {"time_limit": 1.0, "theta": 1.0}
+#: caps's budgets are node trials (ints): its exhaustive Pareto search of a 12-task graph on 10
+#: unequal nodes takes about a million by default.
+FAST_CAPS = {"work_limit": 50_000, "probe_work": 5_000}
 
 INSTANCES = [
     ("diamond-10", "homogeneous-10"),
@@ -35,6 +38,8 @@ INSTANCES = [
 def make(name: str, **extra) -> Scheduler:
     declared = {p.name: p for p in scheduler_class(name).params}
     params = {k: v for k, v in FAST.items() if k in declared}
+    if name == "caps":
+        params.update(FAST_CAPS)
     return get_scheduler(name, **{**params, **extra})
 
 
