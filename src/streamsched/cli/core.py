@@ -264,7 +264,6 @@ def evaluate(
     console.print(table)
 
 
-
 @app.command()
 def compare(
     workload: Optional[str] = WorkloadOpt,
