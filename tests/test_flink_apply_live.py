@@ -187,10 +187,14 @@ def test_apply_places_every_subtask_and_remote_bytes_match_the_model(flink_clust
     assert Counter(tm for tm, _slot in _slot_loads(url, example_job)) == {"tm-1": 2, "tm-2": 2}
     assert _get(f"{url}/jobs/{example_job}")["state"] == "RUNNING"
     # Flink's numBytesInRemote against streamsched's traffic model of the planned placement
-    # (pair rates of the reading before the move, inter-TaskManager bytes of the plan): 10 %.
-    # Both over 10 s: a datagen subtask emits its rows of a second in one burst, so a window of W
-    # seconds counts W +- 1 bursts
+    # (pair rates of the reading before the move, inter-TaskManager bytes of the plan). Both over
+    # 10 s: a datagen subtask emits its rows of a second in one burst, so a window of W seconds
+    # counts W +- 1 bursts, and two readings' rates can differ by up to 2 / (W - 1) = 22 % (one
+    # run measured 11 %). The share of the bytes that crosses TaskManagers is free of that (both
+    # counters of one window): 2 % (0.2 % measured).
     predicted = metrics.inter_node_traffic(reading.graph, placement, weight="bytes")
     measured = flink.read(url=url, job_id=example_job, window_s=10).report["measured_per_s"]
     assert measured["records_in"] > 1000  # records flow (the sources emit 2000/s, both exchanges carry them)
-    assert predicted > 100_000 and measured["bytes_in_remote"] == pytest.approx(predicted, rel=0.10)
+    assert predicted > 100_000 and measured["bytes_in_remote"] == pytest.approx(predicted, rel=0.22)
+    share = measured["bytes_in_remote"] / measured["bytes_in"]
+    assert share == pytest.approx(predicted / float(reading.graph.bytes_rate.sum()), rel=0.02)
