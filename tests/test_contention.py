@@ -313,23 +313,16 @@ def test_flink_capture_gives_compute_and_network_per_task_and_says_state_is_not_
     """The real Flink 2.3 capture (tests/fixtures/flink/live-job): compute = mean busy cores of
     Calc's subtasks, network = mean numBytesOut per second, recomputed from the raw counters."""
     from streamsched.engines import flink
+    from test_flink_reader import CALC, _raw_rates
 
     capture = flink.load_capture(Path(__file__).parent / "fixtures" / "flink" / "live-job")
     reading = flink.read_capture(capture)
     profile = reading.graph.contention
     assert profile.measured == ("compute", "network")
     assert "state" in reading.report["contention"]["not_measured"]
-    first, last = capture.snapshots
-    job = last.documents[f"jobs/{capture.job_id}"]
-    (vertex,) = [v for v in job["vertices"] if v["name"].startswith("Calc[")]
 
-    def raw(metric):
-        out = []
-        for i in range(vertex["parallelism"]):
-            key = f"jobs/{capture.job_id}/vertices/{vertex['id']}/subtasks/{i}/metrics"
-            value = lambda snap: float({m["id"]: m["value"] for m in snap.documents[key]}[metric])
-            out.append((value(last) - value(first)) / (last.time - first.time))
-        return np.array(out)
+    def raw(metric):  # Calc's per-subtask counter rates, straight from the saved JSON
+        return _raw_rates(capture, CALC, metric)
 
     k = [i for i, name in enumerate(reading.graph.operator_names) if name.startswith("Calc[")][0]
     assert profile.cost[k, 0] == pytest.approx(raw("accumulateBusyTimeMs").mean() / 1000, rel=1e-12)
