@@ -40,10 +40,10 @@ class CoLocationRule:
 
     @classmethod
     def of(cls, graph: TaskGraph, cluster: Cluster) -> CoLocationRule | None:
+        if not any(graph.max_per_node or ()) and not any(n.task_slots for n in cluster.nodes):
+            return None
         caps = np.asarray(graph.max_per_node or [0] * len(graph.operator_names), dtype=np.int64)
         slots = np.array([n.task_slots for n in cluster.nodes], dtype=np.int64)
-        if not caps.any() and not slots.any():
-            return None
         _, group = np.unique(np.asarray(graph.slot_group or [""] * len(graph.operator_names), dtype=object)
                              .astype(str), return_inverse=True)
         return cls(graph, cluster, np.where(caps > 0, caps, UNLIMITED), group.astype(np.int64),

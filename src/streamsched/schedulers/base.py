@@ -241,14 +241,16 @@ class Scheduler(ABC):
                 choices = ", ".join(sorted(known)) or "none"
                 raise ParameterError(f"{self.name}.params.{key}: unknown parameter (known: {choices})")
         self._given = dict(params)
-        self.resolved_params()  # every value checked now, before any work of the command
+        # every value checked now, before any work of the command
+        self._resolved = {p.name: p.validate(self._given.get(p.name, p.default), self.name) for p in self.params}
 
     def get_params(self) -> dict[str, Any]:
         """Every parameter as it will be used (given value, else the default)."""
         return {p.name: self._given.get(p.name, p.default) for p in self.params}
 
     def resolved_params(self) -> dict[str, Any]:
-        return {p.name: p.validate(self._given.get(p.name, p.default), self.name) for p in self.params}
+        """Every parameter validated and coerced (checked once, when the scheduler is made)."""
+        return dict(self._resolved)
 
     def schedule(self, graph: TaskGraph, cluster: Cluster, seed: int = 0) -> Placement:
         """Place ``graph`` on ``cluster``; the result carries scheduler, params, seed, wall time, cost."""

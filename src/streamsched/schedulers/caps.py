@@ -45,6 +45,7 @@ References
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 import sys
 import time
 from dataclasses import dataclass, field
@@ -65,11 +66,11 @@ from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler
 
 def node_limits(graph: TaskGraph, cluster: Cluster) -> np.ndarray:
     """Most tasks each node can take: ``floor(capacity / smallest positive task load)``."""
-    least = min((x for x in graph.load.tolist() if x > 0), default=None)
-    if least is None:
+    positive = graph.load[graph.load > 0]
+    if positive.size == 0:
         return np.full(cluster.n_nodes, graph.n_tasks, dtype=np.int64)
-    return np.array([min(math.floor(c / least * (1 + 1e-9) + 1e-9), graph.n_tasks) for c in cluster.capacity.tolist()],
-                    dtype=np.int64)
+    most = np.floor(cluster.capacity / positive.min() * (1 + 1e-9) + 1e-9)
+    return np.minimum(most, graph.n_tasks).astype(np.int64)
 
 
 def threshold_bases(profile: ContentionProfile, n_nodes: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
@@ -108,54 +109,52 @@ class SearchResult:
     found: int = 0
     work: int = 0
     work_to_first: int | None = None
-    seconds_to_first: float | None = None
+    first_at: float | None = None  # time.perf_counter() at the first plan
     exhausted: bool = False
 
 
 class Lookahead:
     """What every search on one profile and cluster shares (thresholds aside): operators in
     decreasing per-task compute (the search's order) and, per level L (operators ``order[L:]``
-    left, built when a search first reaches it), the look-ahead tables of :class:`_Search`: per
-    dimension (compute, state) the prefix sums of the cheapest and of the costliest tasks (up to
-    a node's slots: no node takes more) and the total. A level's tasks by compute are the tail
-    of level 0's, so its cheapest compute tasks are level 0's cheapest (one shared table)."""
+    left), the look-ahead tables of :class:`_Search`: per dimension (compute, state) the prefix
+    sums of the cheapest and of the costliest tasks (up to a node's slots: no node takes more)
+    and the total. A level's tasks by compute are the tail of level 0's, so its cheapest compute
+    tasks are level 0's cheapest (one shared table)."""
 
     def __init__(self, profile: ContentionProfile, limits):
         self.cost = cost = [tuple(row) for row in profile.cost.tolist()]
         self.par = par = list(profile.parallelism)
         self.cap = cap = [int(x) for x in limits]
         n_ops = len(par)
-        self.width = width = max(cap)
+        width = max(cap)
         self.order = order = sorted(range(n_ops), key=lambda o: -cost[o][0])
         self.level_of = level_of = [0] * n_ops
         for level, o in enumerate(order):
             level_of[o] = level
-        self.n_tasks, slots = sum(par), sum(cap)
+        n_tasks, slots = sum(par), sum(cap)
         self.tasks_left = list(accumulate((par[o] for o in reversed(order)), initial=0))[::-1]
-        self.free_left = [slots - (self.n_tasks - n_left) for n_left in self.tasks_left]
-        self.by_state = sorted(order, key=lambda o: cost[o][1])  # stable: each level's order filtered
-        self.compute = []  # every task's compute, costliest first
+        self.free_left = [slots - (n_tasks - n_left) for n_left in self.tasks_left]
+        compute = []  # every task's compute, costliest first
         for o in order:
-            self.compute += [cost[o][0]] * par[o]
-        self.cheapest_compute = list(accumulate(self.compute[:-width - 1:-1], initial=0.0))
-        self.totals = [[cost[o][k] * par[o] for o in order] for k in range(2)]
-        self.levels: list[tuple | None] = [None] * (n_ops + 1)
-
-    def level(self, level: int) -> tuple:
-        """(cheapest compute, cheapest state, costliest compute, costliest state, total compute,
-        total state) of the operators from ``level`` on."""
-        level_of, cost, par, width = self.level_of, self.cost, self.par, self.width
-        state = []  # the level's tasks' state, cheapest first
-        for o in self.by_state:
-            if level_of[o] >= level:
-                state += [cost[o][1]] * par[o]
-        start = self.n_tasks - self.tasks_left[level]
-        table = (self.cheapest_compute, list(accumulate(state[:width], initial=0.0)),
-                 list(accumulate(self.compute[start:start + width], initial=0.0)),
-                 list(accumulate(state[:-width - 1:-1], initial=0.0)),
-                 sum(self.totals[0][level:]), sum(self.totals[1][level:]))
-        self.levels[level] = table
-        return table
+            compute += [cost[o][0]] * par[o]
+        cheapest_compute = list(accumulate(compute[:-width - 1:-1], initial=0.0))
+        state: list[float] = []  # the level's tasks' state, cheapest first
+        total_c = total_s = 0.0
+        #: per level: (cheapest compute, cheapest state, costliest compute, costliest state,
+        #: total compute, total state) of the operators from that level on
+        self.levels: list[tuple] = [()] * (n_ops + 1)
+        for level in range(n_ops, -1, -1):
+            if level < n_ops:
+                o = order[level]
+                c, s = cost[o][0], cost[o][1]
+                total_c += c * par[o]
+                total_s += s * par[o]
+                at = bisect_right(state, s)
+                state[at:at] = [s] * par[o]
+            start = n_tasks - self.tasks_left[level]
+            self.levels[level] = (cheapest_compute, list(accumulate(state[:width], initial=0.0)),
+                                  list(accumulate(compute[start:start + width], initial=0.0)),
+                                  list(accumulate(state[:-width - 1:-1], initial=0.0)), total_c, total_s)
 
 
 class _Search:
@@ -206,22 +205,24 @@ class _Search:
             links = tuple((counts[d], par[d]) for d in profile.downstream[o] if level_of[d] < level)
             ups = tuple((counts[u], cost[u][2], forward[u]) for u in up[o] if level_of[u] < level)
             self.steps.append((o, *cost[o], forward[o], weight[o], links, ups, counts[o], par[o]))
-        self.tasks_left, self.free_left, self.lookahead = tables.tasks_left, tables.free_left, tables
+        self.tasks_left, self.free_left, self.levels = tables.tasks_left, tables.free_left, tables.levels
         self.result = SearchResult()
-        self.started = time.perf_counter()
         self.stop = False
         self.work = 0
         # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
         self.eps = [1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0 for x in self.limit]
 
     def run(self) -> SearchResult:
-        depth = len(self.par) * (len(self.cap) + 2) + 100
+        depth = len(self.par) * (len(self.cap) + 2) + 300
         old = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old, depth + 200))
-        try:
+        if depth <= old:
             self._outer(0)
-        finally:
-            sys.setrecursionlimit(old)
+        else:
+            sys.setrecursionlimit(depth)
+            try:
+                self._outer(0)
+            finally:
+                sys.setrecursionlimit(old)
         result = self.result
         result.work = self.work
         result.exhausted = not self.stop
@@ -238,13 +239,11 @@ class _Search:
         # twins (interchangeable nodes) hold the same tasks and take as many: CAPS's workers are
         # alike, a residual cluster's are not
         nodes = [k for _, _, _, k in sorted([(-res[k][0], sig[k], cap[k], k) for k in range(n_nodes)])]
-        tables = self.lookahead.levels
-        now = tables[level] or self.lookahead.level(level)
-        after = tables[level + 1] or self.lookahead.level(level + 1)
+        now, after = self.levels[level], self.levels[level + 1]
         # what the nodes not yet given o's tasks can absorb (level L's tasks: o's and the later)
         lim_c, lim_s = self.limit[0], self.limit[1]
-        top_c, top_s = now[2], now[3]
-        most = len(top_c) - 1
+        here_c, here_s = now[2], now[3]  # the costliest of o's and the later tasks
+        most = len(here_c) - 1
         # counts are tried from o's share in proportion to the node's compute room (free slots
         # without a compute threshold); per node i (in this order), with what the nodes after it
         # hold: (a twin of node i-1, node, free slots, twins after it
@@ -268,27 +267,22 @@ class _Search:
             free_after += f
             room_after += share
             f = f if f < most else most
-            absorb_c += room if room < top_c[f] else top_c[f]
+            absorb_c += room if room < here_c[f] else here_c[f]
             room = lim_s - r[1]
-            absorb_s += room if room < top_s[f] else top_s[f]
+            absorb_s += room if room < here_s[f] else here_s[f]
             key_next = key
         lim_n, eps_c, eps_s = self.limit[2], self.eps[0], self.eps[1]
-        ctx = (level, recs, links, c, s, net, forward, self.tasks_left[level + 1], self.free_left[level + 1],
-               after[0], after[1], after[2], after[3], after[4], after[5], weight, counts_o,
-               lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig)
-        self._inner(ctx, 0, par_o, 0, 0.0, 0.0)
+        ctx = (level, recs, nodes, links, c, s, net, forward, self.tasks_left[level + 1], self.free_left[level + 1],
+               *after, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig)
+        self._inner(ctx, 0, par_o, 0.0, 0.0)
 
-    def _inner(self, ctx, i: int, left: int, base: int, fixed_c: float, fixed_s: float) -> None:
-        """Node ``nodes[i]`` gets some of o's ``left`` tasks; twins (same contents before o, same
-        limit) are symmetric, ``base`` the previous node's count (non-decreasing over them);
-        ``fixed_c``/``fixed_s`` what the nodes before i can still absorb of the later tasks."""
-        (level, recs, links, c, s, net, forward, tasks_next, free_next, low_c, low_s, top_c, top_s, need_c, need_s,
-         weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig) = ctx
+    def _inner(self, ctx, i: int, left: int, fixed_c: float, fixed_s: float) -> None:
+        """Node ``nodes[i]`` gets some of o's ``left`` tasks (``left > 0``); twins (same contents
+        before o, same limit) are symmetric, so their counts do not decrease; ``fixed_c`` and
+        ``fixed_s``: what the nodes before i can still absorb of the later tasks."""
+        (level, recs, nodes, links, c, s, net, forward, tasks_next, free_next, low_c, low_s, top_c, top_s, need_c,
+         need_s, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig) = ctx
         same, k, free, twins, free_after, share, weight_after, absorb_c, absorb_s, n_rest = recs[i]
-        if left == 0:
-            if not (same and base > 0):  # CAPS's corner case: a twin of the last node would get 0
-                self._close(level)
-            return
         hi = left if left < free else free
         if twins and hi * (twins + 1) > left:  # the twins after i take at least as many
             hi = left // (twins + 1)
@@ -296,6 +290,7 @@ class _Search:
         if at_least < 0:
             at_least = 0
         if same:
+            base = counts_o[nodes[i - 1]]
             if hi < base:
                 return
             if at_least < base:
@@ -321,6 +316,7 @@ class _Search:
             return
         target = int(left * share / weight_after) if weight_after > 0 else left // n_rest
         target = hi if target > hi else at_least if target < at_least else target
+        twin_next = recs[i + 1][0]
         for num in (target,) if hi == at_least else _outward(target, at_least, hi):
             self.work += 1
             if self.work > self.work_limit:
@@ -347,7 +343,10 @@ class _Search:
             counts_o[k] = num
             used[k] += num
             sig[k] += num * weight
-            self._inner(ctx, i + 1, rest, num, now_c, now_s)
+            if rest:
+                self._inner(ctx, i + 1, rest, now_c, now_s)
+            elif not (twin_next and num > 0):  # CAPS's corner case: a twin of the last node would get 0
+                self._close(level)
             sig[k] -= num * weight
             used[k] -= num
             counts_o[k] = 0
@@ -363,7 +362,7 @@ class _Search:
             self._outer(level + 1)
             return
         res, lim_n = self.res, self.limit[2]
-        totals = []
+        before = [r[2] for r in res]
         for k, n_o in enumerate(counts_o):
             added = 0.0
             for counts_u, net, forward in ups:
@@ -372,14 +371,12 @@ class _Search:
                     added += net * (n_u - n_o if n_u > n_o else 0)
                 else:
                     added += net * n_u * (1.0 - n_o / p)
-            total = res[k][2] + added
+            total = before[k] + added
             if total > lim_n:
-                return
-            totals.append(total)
-        before = [r[2] for r in res]
-        for r, total in zip(res, totals):
-            r[2] = total
-        self._outer(level + 1)
+                break
+            res[k][2] = total
+        else:
+            self._outer(level + 1)
         for r, total in zip(res, before):
             r[2] = total
 
@@ -388,7 +385,7 @@ class _Search:
         result.found += 1
         if result.work_to_first is None:
             result.work_to_first = self.work
-            result.seconds_to_first = time.perf_counter() - self.started
+            result.first_at = time.perf_counter()
         res = self.res
         cost = (max(r[0] for r in res), max(r[1] for r in res), max(r[2] for r in res))
         if not any(p[0] <= cost[0] and p[1] <= cost[1] and p[2] <= cost[2] for p, _ in result.plans):
@@ -561,13 +558,14 @@ class CapsScheduler(Scheduler):
     )
 
     def place(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
+        started = time.perf_counter()
         profile = profile_from_graph(graph)
         limits = node_limits(graph, cluster)
-        if int(limits.sum()) < graph.n_tasks:
+        most = limits.tolist()
+        if sum(most) < graph.n_tasks:
             raise InfeasibleError(f"caps: graph {graph.name!r} has {graph.n_tasks} tasks but the nodes of "
-                                  f"{cluster.name!r} take at most {int(limits.sum())}")
-        started = time.perf_counter()
-        bases = threshold_bases(profile, len(limits), int(np.max(limits)))
+                                  f"{cluster.name!r} take at most {sum(most)}")
+        bases = threshold_bases(profile, len(most), max(most))
         calls: dict[str, Any] = {}
         if params["autotune"]:
             ceilings = (params["ceiling_compute"], params["ceiling_state"], params["ceiling_network"])
@@ -591,7 +589,7 @@ class CapsScheduler(Scheduler):
             "contention": dict(zip(DIMENSIONS, chosen[0])), "alpha": [float(a) for a in alpha],
             "pareto_front": [dict(zip(DIMENSIONS, cost)) for cost in sorted(cost for cost, _ in plans)],
             "plans_found": result.found, "work": result.work, "work_to_first": result.work_to_first,
-            "seconds_to_first": result.seconds_to_first, "search_seconds": time.perf_counter() - started,
+            "seconds_to_first": result.first_at - started, "search_seconds": time.perf_counter() - started,
             "exhausted": result.exhausted, "measured": list(profile.measured),
         }
         if calls:
