@@ -282,67 +282,83 @@ def profiles(args) -> None:
 
 
 def figure10(args) -> None:
+    """Round by round: one run of CAPS's ``eval_only_caps`` (every size and alpha), then one
+    call of ours per size and alpha, so that a slow spell of the shared machine falls on both;
+    medians over the rounds."""
+    base = builtin_profile("Q2-join")
+    cells = [(slots, t, alpha) for slots in args.slots for t, alpha in enumerate(FIGURE10_ALPHAS)]
+    go_times: dict[tuple[int, int], list[float]] = {}
+    go_found: dict[tuple[int, int], list[int]] = {}
+    ours: dict[tuple[int, int], list[tuple[dict, float, float]]] = {}
+    no_plan: dict[tuple[int, int], str] = {}
     with tempfile.TemporaryDirectory(prefix="caps-go-") as tmp:
         binaries = build(args.peer, Path(tmp)) if args.peer is not None else None
-        go_times: dict[tuple[int, int], list[float]] = {}
-        go_found: dict[tuple[int, int], list[int]] = {}
         if binaries:
             cwd = Path(tmp) / "fig10"
             cwd.mkdir()
             shutil.copy(args.peer / "cmd" / "eval_only_caps" / "Q2_original_profile.json", cwd)
-            for _ in range(args.repeat):
-                done = subprocess.run([str(binaries["eval_only_caps"])], cwd=cwd, capture_output=True, text=True)
-                threshold, run, slots = -1, -1, None
-                for line in done.stdout.splitlines():
-                    if line.startswith("******************** Try threshold"):
-                        run += 1
-                    match = re.match(r"\*+ Worker: 4, Slot: (\d+)", line)
-                    if match:
-                        slots = int(match.group(1))
-                    match = re.match(r"\[CAPS Result\] Total # plans: (\d+)", line)
-                    if match and run >= 0 and slots is not None:
-                        go_found.setdefault((run, slots), []).append(int(match.group(1)))
-                    if line.startswith("  Threshold ("):
-                        threshold += 1
-                    match = re.match(r"4 worker \* (\d+) slot: (\S+)", line)
-                    if match and threshold >= 0:
-                        go_times.setdefault((threshold, int(match.group(1))), []).append(_go_duration(match.group(2)))
         else:
             print("SKIP CAPS: no Go or no peer copy; streamsched columns only")
-        print(f"| tasks | alpha | CAPS (Go, eval_only_caps) ms to 1st plan, median of {args.repeat} "
-              "| ours caps: ms from the call to the 1st plan | ratio ours / CAPS | ours: whole schedule call ms "
-              "| ratio whole call / CAPS | ours work | optimal s to proven optimum | optimal (compute/state/network) | gap |")
-        print("|" + "---|" * 10)
-        base = builtin_profile("Q2-join")
-        for slots in args.slots:
-            tasks = 4 * slots
-            graph = graph_from_profile(base.scaled(tasks), f"caps-Q2-join-{tasks}")
-            cluster = workloads.cluster(f"caps-4x{slots}")
-            exact = ours_optimal(graph, cluster, args.time_limit)
-            for t, alpha in enumerate(FIGURE10_ALPHAS):
+        for _ in range(args.repeat):
+            if binaries:
+                done = subprocess.run([str(binaries["eval_only_caps"])], cwd=cwd, capture_output=True, text=True)
+                _read_eval_only_caps(done.stdout, go_times, go_found)
+            for slots, t, alpha in cells:
                 params = dict(autotune=False, first_plan=True, alpha_compute=alpha[0], alpha_state=alpha[1],
                               alpha_network=alpha[2], work_limit=10_000_000)
-                times = go_times.get((t, slots), [])
-                found = go_found.get((t, slots), [])
-                with_plan = [s for s, n in zip(times, found) if n > 0]
-                go = float(np.median(with_plan)) if with_plan else None
-                if go is not None:
-                    go_text = f"{go * 1e3:.3f}" + ("" if len(with_plan) == len(times) else f" ({len(with_plan)} of {len(times)} runs found a plan)")
-                else:
-                    go_text = f"no plan in {len(times)} runs" if times else "-"
+                # a graph built afresh for every call, as CAPS reads its profile in every run
+                graph = graph_from_profile(base.scaled(4 * slots), f"caps-Q2-join-{4 * slots}")
                 try:
-                    # a graph built afresh for every run, as CAPS reads its profile in every run
-                    runs = [ours_caps(graph_from_profile(base.scaled(tasks), graph.name), cluster, **params)
-                            for _ in range(args.repeat)]
-                    first = float(np.median([f for _, _, f in runs]))
-                    whole = float(np.median([w for _, w, _ in runs]))
-                    cols = [f"{first * 1e3:.3f}", f"{first / go:.2f}" if go else "-", f"{whole * 1e3:.3f}",
-                            f"{whole / go:.2f}" if go else "-", str(runs[0][0]["work"])]
+                    ours.setdefault((t, slots), []).append(
+                        ours_caps(graph, workloads.cluster(f"caps-4x{slots}"), **params))
                 except InfeasibleError as exc:  # no plan under these alphas is a result
-                    cols = ["no plan (" + str(exc).split("(")[-1].split(")")[0] + ")", "-", "-", "-", "-"]
-                proven = f"{exact['solver_time_s']:.2f}" if exact["status"] == "optimal" else f"not proven in {args.time_limit:g}"
-                print(f"| {tasks} | {alpha} | {go_text} | {' | '.join(cols)} | {proven} | "
-                      f"{fmt(exact['check'])} | {exact['gap']:.1e} |", flush=True)
+                    no_plan[(t, slots)] = "no plan (" + str(exc).split("(")[-1].split(")")[0] + ")"
+    print(f"| tasks | alpha | CAPS (Go, eval_only_caps) ms to 1st plan, median of {args.repeat} "
+          "| ours caps: ms from the call to the 1st plan | ratio ours / CAPS | ours: whole schedule call ms "
+          "| ratio whole call / CAPS | ours work | optimal s to proven optimum | optimal (compute/state/network) | gap |")
+    print("|" + "---|" * 10)
+    for slots in args.slots:
+        tasks = 4 * slots
+        exact = ours_optimal(graph_from_profile(base.scaled(tasks), f"caps-Q2-join-{tasks}"),
+                             workloads.cluster(f"caps-4x{slots}"), args.time_limit)
+        for t, alpha in enumerate(FIGURE10_ALPHAS):
+            times, found = go_times.get((t, slots), []), go_found.get((t, slots), [])
+            with_plan = [s for s, n in zip(times, found) if n > 0]
+            go = float(np.median(with_plan)) if with_plan else None
+            if go is not None:
+                go_text = f"{go * 1e3:.3f}" + ("" if len(with_plan) == len(times) else f" ({len(with_plan)} of {len(times)} runs found a plan)")
+            else:
+                go_text = f"no plan in {len(times)} runs" if times else "-"
+            if (t, slots) in no_plan:
+                cols = [no_plan[(t, slots)], "-", "-", "-", "-"]
+            else:
+                runs = ours[(t, slots)]
+                first = float(np.median([f for _, _, f in runs]))
+                whole = float(np.median([w for _, w, _ in runs]))
+                cols = [f"{first * 1e3:.3f}", f"{first / go:.2f}" if go else "-", f"{whole * 1e3:.3f}",
+                        f"{whole / go:.2f}" if go else "-", str(runs[0][0]["work"])]
+            proven = f"{exact['solver_time_s']:.2f}" if exact["status"] == "optimal" else f"not proven in {args.time_limit:g}"
+            print(f"| {tasks} | {alpha} | {go_text} | {' | '.join(cols)} | {proven} | "
+                  f"{fmt(exact['check'])} | {exact['gap']:.1e} |", flush=True)
+
+
+def _read_eval_only_caps(stdout: str, times: dict, found: dict) -> None:
+    """Per (alpha index, slots): the run's time (its own summary) and how many plans it found."""
+    threshold, run, slots = -1, -1, None
+    for line in stdout.splitlines():
+        if line.startswith("******************** Try threshold"):
+            run += 1
+        match = re.match(r"\*+ Worker: 4, Slot: (\d+)", line)
+        if match:
+            slots = int(match.group(1))
+        match = re.match(r"\[CAPS Result\] Total # plans: (\d+)", line)
+        if match and run >= 0 and slots is not None:
+            found.setdefault((run, slots), []).append(int(match.group(1)))
+        if line.startswith("  Threshold ("):
+            threshold += 1
+        match = re.match(r"4 worker \* (\d+) slot: (\S+)", line)
+        if match and threshold >= 0:
+            times.setdefault((threshold, int(match.group(1))), []).append(_go_duration(match.group(2)))
 
 
 def _go_duration(text: str) -> float:

@@ -48,6 +48,15 @@ def test_every_scheduler_declares_its_tags():
     assert set(family("edge")) == EDGE and set(family("cluster")) == set(OBJECTIVE) - EDGE
 
 
+def test_every_declared_default_is_valid_as_it_stands():
+    """Schedulers check the values a user gives and take the declared defaults as they are, so
+    each default must pass its own parameter's check unchanged (type included)."""
+    for name in available():
+        for param in scheduler_class(name).params:
+            checked = param.validate(param.default, name)
+            assert checked == param.default and type(checked) is type(param.default), (name, param.name)
+
+
 @pytest.mark.parametrize("name", sorted(set(OBJECTIVE) - RANDOMISED))
 def test_a_scheduler_tagged_deterministic_ignores_its_seed(name):
     graph, cluster = workloads.workload("diamond-12"), workloads.cluster("heterogeneous-10")

@@ -241,8 +241,10 @@ class Scheduler(ABC):
                 choices = ", ".join(sorted(known)) or "none"
                 raise ParameterError(f"{self.name}.params.{key}: unknown parameter (known: {choices})")
         self._given = dict(params)
-        # every value checked now, before any work of the command
-        self._resolved = {p.name: p.validate(self._given.get(p.name, p.default), self.name) for p in self.params}
+        # every given value checked now, before any work of the command (defaults are valid as
+        # declared: tests/test_scheduler_families.py)
+        self._resolved = {p.name: p.validate(self._given[p.name], self.name) if p.name in self._given else p.default
+                          for p in self.params}
 
     def get_params(self) -> dict[str, Any]:
         """Every parameter as it will be used (given value, else the default)."""

@@ -76,14 +76,14 @@ def node_limits(graph: TaskGraph, cluster: Cluster) -> np.ndarray:
 def threshold_bases(profile: ContentionProfile, n_nodes: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) per dimension (CAPS's ``CalculateThreshold``): low = total / nodes (network
     0); high = one node of ``slots`` tasks filled with the costliest tasks first."""
-    cost, par = profile.cost.tolist(), list(profile.parallelism)
+    cost, par = profile.cost.tolist(), profile.parallelism
     low = [sum(row[k] * p for row, p in zip(cost, par)) / n_nodes for k in range(2)] + [0.0]
     high = []
-    for k in range(3):
+    for column in zip(*cost):
         total, left = 0.0, slots
-        for o in sorted(range(len(par)), key=lambda o: -cost[o][k]):
-            take = min(left, par[o])
-            total += cost[o][k] * take
+        for o in sorted(range(len(par)), key=column.__getitem__, reverse=True):  # stable: ties in order
+            take = left if left < par[o] else par[o]
+            total += column[o] * take
             left -= take
             if left <= 0:
                 break
@@ -122,12 +122,12 @@ class Lookahead:
     tasks are level 0's cheapest (one shared table)."""
 
     def __init__(self, profile: ContentionProfile, limits):
-        self.cost = cost = [tuple(row) for row in profile.cost.tolist()]
+        self.cost = cost = list(map(tuple, profile.cost.tolist()))
         self.par = par = list(profile.parallelism)
-        self.cap = cap = [int(x) for x in limits]
+        self.cap = cap = np.asarray(limits, dtype=np.int64).tolist()
         n_ops = len(par)
         width = max(cap)
-        self.order = order = sorted(range(n_ops), key=lambda o: -cost[o][0])
+        self.order = order = sorted(range(n_ops), key=[-row[0] for row in cost].__getitem__)
         self.level_of = level_of = [0] * n_ops
         for level, o in enumerate(order):
             level_of[o] = level
@@ -157,6 +157,10 @@ class Lookahead:
                                   list(accumulate(state[:-width - 1:-1], initial=0.0)), total_c, total_s)
 
 
+class _Stop(Exception):
+    """Ends a search at once: its first plan (``first_only``) or its work limit."""
+
+
 class _Search:
     """One CAPS search under fixed thresholds (steps 2-4 of the module docstring), with plain
     Python numbers on the hot path.
@@ -182,7 +186,7 @@ class _Search:
         self.par = par = tables.par
         forward = [kind == "FORWARD" for kind in profile.outbound]
         self.cap = tables.cap
-        self.limit = [float(x) for x in limit]
+        self.limit = np.asarray(limit, dtype=np.float64).tolist()
         self.work_limit = int(work_limit)
         self.first_only = first_only
         n_nodes, n_ops = len(self.cap), len(par)
@@ -199,33 +203,37 @@ class _Search:
             scale *= par[o] + 1
         # per level: the operator, its links to placed downstream operators (network charged as
         # its tasks are placed) and from placed upstream operators (charged when it is complete)
-        up = profile.upstream
+        downstream = profile.downstream
+        ups: list[list] = [[] for _ in range(n_ops)]
+        for u in range(n_ops):
+            for d in downstream[u]:
+                if level_of[u] < level_of[d]:
+                    ups[d].append((counts[u], cost[u][2], forward[u]))
         self.steps = []
         for level, o in enumerate(order):
-            links = tuple((counts[d], par[d]) for d in profile.downstream[o] if level_of[d] < level)
-            ups = tuple((counts[u], cost[u][2], forward[u]) for u in up[o] if level_of[u] < level)
-            self.steps.append((o, *cost[o], forward[o], weight[o], links, ups, counts[o], par[o]))
+            links = tuple([(counts[d], par[d]) for d in downstream[o] if level_of[d] < level])
+            self.steps.append((o, *cost[o], forward[o], weight[o], links, tuple(ups[o]), counts[o], par[o]))
         self.tasks_left, self.free_left, self.levels = tables.tasks_left, tables.free_left, tables.levels
         self.result = SearchResult()
-        self.stop = False
         self.work = 0
         # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
         self.eps = [1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0 for x in self.limit]
 
     def run(self) -> SearchResult:
+        result = self.result
         depth = len(self.par) * (len(self.cap) + 2) + 300
         old = sys.getrecursionlimit()
-        if depth <= old:
-            self._outer(0)
-        else:
+        if depth > old:
             sys.setrecursionlimit(depth)
-            try:
-                self._outer(0)
-            finally:
+        try:
+            self._outer(0)
+            result.exhausted = True
+        except _Stop:  # the search is over: its state is not restored
+            result.exhausted = False
+        finally:
+            if depth > old:
                 sys.setrecursionlimit(old)
-        result = self.result
         result.work = self.work
-        result.exhausted = not self.stop
         return result
 
     # ---------------------------------------------------------------- outer / inner
@@ -320,8 +328,7 @@ class _Search:
         for num in (target,) if hi == at_least else _outward(target, at_least, hi):
             self.work += 1
             if self.work > self.work_limit:
-                self.stop = True
-                return
+                raise _Stop
             cost_c, cost_s = have_c + c * num, have_s + s * num
             f = free - num
             must = tasks_next - free_next + f
@@ -351,8 +358,6 @@ class _Search:
             used[k] -= num
             counts_o[k] = 0
             res[0], res[1], res[2] = have_c, have_s, have_n
-            if self.stop:
-                return
 
     def _close(self, level: int) -> None:
         """All of the level's operator's tasks are placed: charge the links from placed upstream
@@ -393,7 +398,7 @@ class _Search:
                             if not (cost[0] <= p[0] and cost[1] <= p[1] and cost[2] <= p[2])]
             result.plans.append((cost, [row[:] for row in self.counts]))
         if self.first_only:
-            self.stop = True
+            raise _Stop
 
 
 def _added(net: float, forward: bool, k: int, num: int, links) -> float:
