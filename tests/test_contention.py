@@ -185,6 +185,15 @@ def test_caps_full_search_finds_exactly_the_brute_force_pareto_front():
     assert placement.metadata["exhausted"] and found == front
 
 
+def test_caps_stops_at_its_work_limit_with_the_plans_found_so_far():
+    graph, cluster = tiny()
+    loose = dict(autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0)
+    whole = get_scheduler("caps", **loose, work_limit=10**7).schedule(graph, cluster).metadata
+    cut = get_scheduler("caps", **loose, work_limit=50).schedule(graph, cluster).metadata
+    assert whole["exhausted"] and whole["work"] > 50
+    assert not cut["exhausted"] and cut["work"] == 51 and 1 <= cut["plans_found"] < whole["plans_found"]
+
+
 @pytest.mark.parametrize("capacities", [(3, 3, 2, 1), (1, 2, 3, 3), (4, 4, 1, 0.5)])
 def test_caps_full_search_on_unequal_nodes_finds_exactly_the_brute_force_front(capacities):
     """Nodes of different room (a residual cluster's): empty nodes are interchangeable only
@@ -251,6 +260,11 @@ def test_caps_first_plans_of_figure_10_keep_the_threshold_rule_within_little_wor
     per_node = node_contention(graph, placement, workers)
     assert np.all(per_node <= caps_threshold_rule(graph.contention, workers, slots, alpha) + 1e-6)
     assert placement.violations(graph, cluster) == []
+    meta = placement.metadata  # the search ended at its first plan
+    assert meta["plans_found"] == 1 and not meta["exhausted"] and meta["work"] == meta["work_to_first"]
+    assert 0 < meta["seconds_to_first"] <= meta["search_seconds"]
+
+
 
 
 def test_caps_is_deterministic_and_its_metadata_is_the_metric():
