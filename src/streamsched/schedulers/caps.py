@@ -116,17 +116,17 @@ class SearchResult:
 class Lookahead:
     """What every search on one profile and cluster shares (thresholds aside): operators in
     decreasing per-task compute (the search's order) and, per level L (operators ``order[L:]``
-    left), the look-ahead tables of :class:`_Search`: per dimension (compute, state) the prefix
-    sums of the cheapest and of the costliest tasks (up to a node's slots: no node takes more)
-    and the total. A level's tasks by compute are the tail of level 0's, so its cheapest compute
-    tasks are level 0's cheapest (one shared table)."""
+    left), the look-ahead tables of :class:`_Search` (:meth:`levels`, built when a search first
+    needs them): per dimension (compute, state) the prefix sums of the cheapest and of the
+    costliest tasks (up to a node's slots: no node takes more) and the total. A level's tasks by
+    compute are the tail of level 0's, so its cheapest compute tasks are level 0's cheapest (one
+    shared table)."""
 
     def __init__(self, profile: ContentionProfile, limits):
         self.cost = cost = list(map(tuple, profile.cost.tolist()))
         self.par = par = list(profile.parallelism)
         self.cap = cap = np.asarray(limits, dtype=np.int64).tolist()
         n_ops = len(par)
-        width = max(cap)
         self.order = order = sorted(range(n_ops), key=[-row[0] for row in cost].__getitem__)
         self.level_of = level_of = [0] * n_ops
         for level, o in enumerate(order):
@@ -134,15 +134,22 @@ class Lookahead:
         n_tasks, slots = sum(par), sum(cap)
         self.tasks_left = list(accumulate((par[o] for o in reversed(order)), initial=0))[::-1]
         self.free_left = [slots - (n_tasks - n_left) for n_left in self.tasks_left]
+        self._levels: list[tuple] | None = None
+
+    def levels(self) -> list[tuple]:
+        """Per level: (cheapest compute, cheapest state, costliest compute, costliest state,
+        total compute, total state) of the operators from that level on."""
+        if self._levels is not None:
+            return self._levels
+        cost, par, order, width = self.cost, self.par, self.order, max(self.cap)
+        n_ops, n_tasks = len(par), self.tasks_left[0]
         compute = []  # every task's compute, costliest first
         for o in order:
             compute += [cost[o][0]] * par[o]
         cheapest_compute = list(accumulate(compute[:-width - 1:-1], initial=0.0))
         state: list[float] = []  # the level's tasks' state, cheapest first
         total_c = total_s = 0.0
-        #: per level: (cheapest compute, cheapest state, costliest compute, costliest state,
-        #: total compute, total state) of the operators from that level on
-        self.levels: list[tuple] = [()] * (n_ops + 1)
+        self._levels = levels = [()] * (n_ops + 1)
         for level in range(n_ops, -1, -1):
             if level < n_ops:
                 o = order[level]
@@ -152,9 +159,14 @@ class Lookahead:
                 at = bisect_right(state, s)
                 state[at:at] = [s] * par[o]
             start = n_tasks - self.tasks_left[level]
-            self.levels[level] = (cheapest_compute, list(accumulate(state[:width], initial=0.0)),
-                                  list(accumulate(compute[start:start + width], initial=0.0)),
-                                  list(accumulate(state[:-width - 1:-1], initial=0.0)), total_c, total_s)
+            levels[level] = (cheapest_compute, list(accumulate(state[:width], initial=0.0)),
+                             list(accumulate(compute[start:start + width], initial=0.0)),
+                             list(accumulate(state[:-width - 1:-1], initial=0.0)), total_c, total_s)
+        return levels
+
+
+#: what a dive has in place of a level's look-ahead tables (it does not use them)
+_NO_TABLES = ((), (), (), (), 0.0, 0.0)
 
 
 class _Stop(Exception):
@@ -213,19 +225,24 @@ class _Search:
         for level, o in enumerate(order):
             links = tuple([(counts[d], par[d]) for d in downstream[o] if level_of[d] < level])
             self.steps.append((o, *cost[o], forward[o], weight[o], links, tuple(ups[o]), counts[o], par[o]))
-        self.tasks_left, self.free_left, self.levels = tables.tasks_left, tables.free_left, tables.levels
+        self.tasks_left, self.free_left, self.tables = tables.tasks_left, tables.free_left, tables
         self.result = SearchResult()
+        self.dive = False
         self.work = 0
         # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
         self.eps = [1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0 for x in self.limit]
 
-    def run(self) -> SearchResult:
+    def run(self, dive: bool = True) -> SearchResult:
         result = self.result
         depth = len(self.par) * (len(self.cap) + 2) + 300
         old = sys.getrecursionlimit()
         if depth > old:
             sys.setrecursionlimit(depth)
         try:
+            if self.first_only and dive:  # the search's first path alone first (:meth:`_outer`)
+                self.dive = True
+                self._outer(0)
+                self.dive = False
             self._outer(0)
             result.exhausted = True
         except _Stop:  # the search is over: its state is not restored
@@ -238,6 +255,11 @@ class _Search:
 
     # ---------------------------------------------------------------- outer / inner
     def _outer(self, level: int) -> None:
+        """Place the tasks of the level's operator. In a *dive* only the count the search tries
+        first is tried on each node, and the look-aheads are skipped: the look-aheads cut only
+        branches without a plan and the first count is tried first, so a plan the dive reaches
+        is the search's first plan, with the same node trials; a dive that reaches none leaves
+        everything as it was for the whole search (a first-plan search dives first)."""
         if level == len(self.order):
             self._record()
             return
@@ -247,11 +269,16 @@ class _Search:
         # twins (interchangeable nodes) hold the same tasks and take as many: CAPS's workers are
         # alike, a residual cluster's are not
         nodes = [k for _, _, _, k in sorted([(-res[k][0], sig[k], cap[k], k) for k in range(n_nodes)])]
-        now, after = self.levels[level], self.levels[level + 1]
+        dive = self.dive
+        if dive:
+            after = _NO_TABLES
+        else:
+            levels = self.tables.levels()
+            now, after = levels[level], levels[level + 1]
+            here_c, here_s = now[2], now[3]  # the costliest of o's and the later tasks
+            most = len(here_c) - 1
         # what the nodes not yet given o's tasks can absorb (level L's tasks: o's and the later)
         lim_c, lim_s = self.limit[0], self.limit[1]
-        here_c, here_s = now[2], now[3]  # the costliest of o's and the later tasks
-        most = len(here_c) - 1
         # counts are tried from o's share in proportion to the node's compute room (free slots
         # without a compute threshold); per node i (in this order), with what the nodes after it
         # hold: (a twin of node i-1, node, free slots, twins after it
@@ -274,14 +301,16 @@ class _Search:
                        room_after + share, absorb_c, absorb_s, n_nodes - i)
             free_after += f
             room_after += share
+            key_next = key
+            if dive:
+                continue
             f = f if f < most else most
             absorb_c += room if room < here_c[f] else here_c[f]
             room = lim_s - r[1]
             absorb_s += room if room < here_s[f] else here_s[f]
-            key_next = key
         lim_n, eps_c, eps_s = self.limit[2], self.eps[0], self.eps[1]
         ctx = (level, recs, nodes, links, c, s, net, forward, self.tasks_left[level + 1], self.free_left[level + 1],
-               *after, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig)
+               *after, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig, dive)
         self._inner(ctx, 0, par_o, 0.0, 0.0)
 
     def _inner(self, ctx, i: int, left: int, fixed_c: float, fixed_s: float) -> None:
@@ -289,7 +318,7 @@ class _Search:
         before o, same limit) are symmetric, so their counts do not decrease; ``fixed_c`` and
         ``fixed_s``: what the nodes before i can still absorb of the later tasks."""
         (level, recs, nodes, links, c, s, net, forward, tasks_next, free_next, low_c, low_s, top_c, top_s, need_c,
-         need_s, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig) = ctx
+         need_s, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig, dive) = ctx
         same, k, free, twins, free_after, share, weight_after, absorb_c, absorb_s, n_rest = recs[i]
         hi = left if left < free else free
         if twins and hi * (twins + 1) > left:  # the twins after i take at least as many
@@ -325,24 +354,26 @@ class _Search:
         target = int(left * share / weight_after) if weight_after > 0 else left // n_rest
         target = hi if target > hi else at_least if target < at_least else target
         twin_next = recs[i + 1][0]
-        for num in (target,) if hi == at_least else _outward(target, at_least, hi):
+        for num in (target,) if hi == at_least or dive else _outward(target, at_least, hi):
             self.work += 1
             if self.work > self.work_limit:
                 raise _Stop
             cost_c, cost_s = have_c + c * num, have_s + s * num
-            f = free - num
-            must = tasks_next - free_next + f
-            if must > 0 and (cost_c + low_c[must] > lim_c + eps_c or cost_s + low_s[must] > lim_s + eps_s):
-                continue
-            if f > tasks_next:
-                f = tasks_next
-            room_c, room_s = lim_c - cost_c, lim_s - cost_s
-            now_c = fixed_c + (room_c if room_c < top_c[f] else top_c[f])
-            now_s = fixed_s + (room_s if room_s < top_s[f] else top_s[f])
             rest = left - num
-            if (now_c + absorb_c + eps_c < rest * c + need_c
-                    or now_s + absorb_s + eps_s < rest * s + need_s):
-                continue
+            now_c = now_s = 0.0
+            if not dive:
+                f = free - num
+                must = tasks_next - free_next + f
+                if must > 0 and (cost_c + low_c[must] > lim_c + eps_c or cost_s + low_s[must] > lim_s + eps_s):
+                    continue
+                if f > tasks_next:
+                    f = tasks_next
+                room_c, room_s = lim_c - cost_c, lim_s - cost_s
+                now_c = fixed_c + (room_c if room_c < top_c[f] else top_c[f])
+                now_s = fixed_s + (room_s if room_s < top_s[f] else top_s[f])
+                if (now_c + absorb_c + eps_c < rest * c + need_c
+                        or now_s + absorb_s + eps_s < rest * s + need_s):
+                    continue
             res[0] = cost_c
             res[1] = cost_s
             if links:
@@ -442,11 +473,13 @@ def _outward(start: int, lo: int, hi: int):
 
 def search(profile: ContentionProfile, limits: np.ndarray, alpha, work_limit: int,
            first_only: bool = False, bases: tuple[np.ndarray, np.ndarray] | None = None,
-           tables: Lookahead | None = None) -> SearchResult:
+           tables: Lookahead | None = None, dive: bool = True) -> SearchResult:
     """One CAPS search with thresholds from ``alpha`` (compute, state, network ratios);
-    ``bases`` (:func:`threshold_bases`) and ``tables`` when the caller has them."""
+    ``bases`` (:func:`threshold_bases`) and ``tables`` when the caller has them. A
+    ``first_only`` search dives first (``_Search._outer``) unless ``dive`` is false: the same
+    plan, less work on the way."""
     low, high = bases or threshold_bases(profile, len(limits), int(np.max(limits)))
-    return _Search(profile, limits, thresholds(low, high, alpha), work_limit, first_only, tables).run()
+    return _Search(profile, limits, thresholds(low, high, alpha), work_limit, first_only, tables).run(dive)
 
 
 def auto_tune(profile: ContentionProfile, limits: np.ndarray, ceilings, granularity: float, rate: float,
