@@ -299,6 +299,8 @@ def figure10(args) -> None:
             shutil.copy(args.peer / "cmd" / "eval_only_caps" / "Q2_original_profile.json", cwd)
         else:
             print("SKIP CAPS: no Go or no peer copy; streamsched columns only")
+        # the clusters made once, as CAPS's worker and slot numbers stay in its parameters
+        clusters = {slots: workloads.cluster(f"caps-4x{slots}") for slots in args.slots}
         for _ in range(args.repeat):
             if binaries:
                 done = subprocess.run([str(binaries["eval_only_caps"])], cwd=cwd, capture_output=True, text=True)
@@ -309,8 +311,7 @@ def figure10(args) -> None:
                 # a graph built afresh for every call, as CAPS reads its profile in every run
                 graph = graph_from_profile(base.scaled(4 * slots), f"caps-Q2-join-{4 * slots}")
                 try:
-                    ours.setdefault((t, slots), []).append(
-                        ours_caps(graph, workloads.cluster(f"caps-4x{slots}"), **params))
+                    ours.setdefault((t, slots), []).append(ours_caps(graph, clusters[slots], **params))
                 except InfeasibleError as exc:  # no plan under these alphas is a result
                     no_plan[(t, slots)] = "no plan (" + str(exc).split("(")[-1].split(")")[0] + ")"
     print(f"| tasks | alpha | CAPS (Go, eval_only_caps) ms to 1st plan, median of {args.repeat} "

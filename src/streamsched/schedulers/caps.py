@@ -66,14 +66,18 @@ from streamsched.schedulers.base import STRICT, PackingFailed, Param, Scheduler
 
 def node_limits(graph: TaskGraph, cluster: Cluster) -> np.ndarray:
     """Most tasks each node can take: ``floor(capacity / smallest positive task load)``."""
-    positive = graph.load[graph.load > 0]
-    if positive.size == 0:
-        return np.full(cluster.n_nodes, graph.n_tasks, dtype=np.int64)
-    most = np.floor(cluster.capacity / positive.min() * (1 + 1e-9) + 1e-9)
+    load = graph.load
+    least = load.min() if load.size else 0.0
+    if least <= 0:
+        positive = load[load > 0]
+        if positive.size == 0:
+            return np.full(cluster.n_nodes, graph.n_tasks, dtype=np.int64)
+        least = positive.min()
+    most = np.floor(cluster.capacity / least * (1 + 1e-9) + 1e-9)
     return np.minimum(most, graph.n_tasks).astype(np.int64)
 
 
-def threshold_bases(profile: ContentionProfile, n_nodes: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
+def threshold_bases(profile: ContentionProfile, n_nodes: int, slots: int) -> tuple[list[float], list[float]]:
     """(low, high) per dimension (CAPS's ``CalculateThreshold``): low = total / nodes (network
     0); high = one node of ``slots`` tasks filled with the costliest tasks first."""
     cost, par = profile.cost.tolist(), profile.parallelism
@@ -88,16 +92,26 @@ def threshold_bases(profile: ContentionProfile, n_nodes: int, slots: int) -> tup
             if left <= 0:
                 break
         high.append(total)
-    return np.array(low), np.array(high)
+    return low, high
 
 
-def thresholds(low: np.ndarray, high: np.ndarray, alpha) -> np.ndarray:
+def thresholds(low: list[float], high: list[float], alpha) -> list[float]:
     """``low + alpha x (high - low)`` rounded to 5 decimals half away from zero (Go's ``math.Round``)."""
     out = []
-    for lo, hi, a in zip(low.tolist(), high.tolist(), [float(x) for x in alpha]):
+    for lo, hi, a in zip(low, high, [float(x) for x in alpha]):
         x = lo + (hi - lo) * a
         out.append(math.copysign(math.floor(abs(x) * 1e5 + 0.5) / 1e5, x) if math.isfinite(x) else x)
-    return np.array(out)
+    return out
+
+
+def spans(low: list[float], high: list[float]) -> list[float]:
+    """``high - low`` per dimension (1 where not positive): the width the alphas scale."""
+    return [h - lo if h - lo > 0 else 1.0 for lo, h in zip(low, high)]
+
+
+def balanced(plans: list, span: list[float]):
+    """The plan (cost, counts) of least summed ``cost / span``; ties to the lesser cost vector."""
+    return min(plans, key=lambda plan: (sum(x / w for x, w in zip(plan[0], span)), plan[0]))
 
 
 @dataclass
@@ -198,7 +212,7 @@ class _Search:
         self.par = par = tables.par
         forward = [kind == "FORWARD" for kind in profile.outbound]
         self.cap = tables.cap
-        self.limit = np.asarray(limit, dtype=np.float64).tolist()
+        self.limit = [float(x) for x in limit]
         self.work_limit = int(work_limit)
         self.first_only = first_only
         n_nodes, n_ops = len(self.cap), len(par)
@@ -616,12 +630,11 @@ class CapsScheduler(Scheduler):
                 why = "searched every plan" if result.exhausted else f"stopped at work_limit={params['work_limit']}"
                 raise InfeasibleError(f"caps: no plan of {graph.name!r} within alpha=({', '.join(f'{a:g}' for a in alpha)}) "
                                       f"({why}); raise the alphas or use autotune=true")
-        span = [h - lo if h - lo > 0 else 1.0 for lo, h in zip(*(b.tolist() for b in bases))]
         plans = result.plans
         if params["pick"] == "random":
             chosen = plans[int(np.random.default_rng(seed).integers(len(plans)))]
         else:
-            chosen = min(plans, key=lambda plan: (sum(x / w for x, w in zip(plan[0], span)), plan[0]))
+            chosen = balanced(plans, spans(*bases))
         node_of, worker_of = placement_from_counts(graph, cluster, profile, chosen[1])
         metadata = {
             "contention": dict(zip(DIMENSIONS, chosen[0])), "alpha": [float(a) for a in alpha],
@@ -659,8 +672,7 @@ def exact_contention_placement(graph: TaskGraph, cluster: Cluster, *, objective:
     if warm_start:
         try:
             result, _, _ = auto_tune(profile, limits, (0.07, 0.07, 0.5), 0.01, 0.2, 2_000, 20_000)
-            span = [h - lo if h - lo > 0 else 1.0 for lo, h in zip(low.tolist(), high.tolist())]
-            hint = np.array(min(result.plans, key=lambda plan: sum(x / w for x, w in zip(plan[0], span)))[1])
+            hint = np.array(balanced(result.plans, spans(low, high))[1])
             warm = dict(zip(DIMENSIONS, map(float, costs_from_counts(profile, hint).max(axis=0))))
         except InfeasibleError:
             hint = None
@@ -669,7 +681,7 @@ def exact_contention_placement(graph: TaskGraph, cluster: Cluster, *, objective:
     else:
         kind, order = "lexicographic", tuple(objective.split(","))
     solution = solve_contention(profile, limits, cluster.capacity, max_load, objective=kind, order=order,
-                                weights=weights, spans=tuple(np.where(high - low > 0, high - low, 1.0)),
+                                weights=weights, spans=tuple(spans(low, high)),
                                 ceilings=ceilings, network_ceiling=network_ceiling, time_limit=time_limit,
                                 work_limit=work_limit, seed=seed, workers=workers, hint=hint)
     if solution.status == "infeasible":
