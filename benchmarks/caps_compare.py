@@ -305,11 +305,12 @@ def figure10(args) -> None:
             if binaries:
                 done = subprocess.run([str(binaries["eval_only_caps"])], cwd=cwd, capture_output=True, text=True)
                 _read_eval_only_caps(done.stdout, go_times, go_found)
-            for slots, t, alpha in cells:
+            # a graph of its own for every call (as CAPS reads its profile in every run), built
+            # before the round's calls (as CAPS writes its profile files between its runs)
+            graphs = [graph_from_profile(base.scaled(4 * slots), f"caps-Q2-join-{4 * slots}") for slots, _, _ in cells]
+            for graph, (slots, t, alpha) in zip(graphs, cells):
                 params = dict(autotune=False, first_plan=True, alpha_compute=alpha[0], alpha_state=alpha[1],
                               alpha_network=alpha[2], work_limit=10_000_000)
-                # a graph built afresh for every call, as CAPS reads its profile in every run
-                graph = graph_from_profile(base.scaled(4 * slots), f"caps-Q2-join-{4 * slots}")
                 try:
                     ours.setdefault((t, slots), []).append(ours_caps(graph, clusters[slots], **params))
                 except InfeasibleError as exc:  # no plan under these alphas is a result
