@@ -253,10 +253,8 @@ class _Search:
         if depth > old:
             sys.setrecursionlimit(depth)
         try:
-            if self.first_only and dive:  # the search's first path alone first (:meth:`_outer`)
-                self.dive = True
-                self._outer(0)
-                self.dive = False
+            if self.first_only and dive:
+                self._dive()
             self._outer(0)
             result.exhausted = True
         except _Stop:  # the search is over: its state is not restored
@@ -268,15 +266,42 @@ class _Search:
         return result
 
     # ---------------------------------------------------------------- outer / inner
+    def _dive(self) -> None:
+        """The search's first path alone, without recursion: on each node only the count the
+        search tries first, without the look-aheads. The look-aheads cut only branches without
+        a plan and the first count is tried first, so a plan the dive reaches is the search's
+        first plan, with the same node trials, and ends the search; a dive that meets a bound
+        it cannot keep puts everything back for the whole search."""
+        self.dive = True
+        for level in range(len(self.order)):
+            ctx, left = self._arrange(level)
+            i = 0
+            while left:  # _inner, diving, returns what is left of o's tasks, or None
+                left = self._inner(ctx, i, left, 0.0, 0.0)
+                i += 1
+            if left is None or self._charge(level) is None:
+                break
+        else:
+            self._record()
+        self.dive = False
+        for row in self.counts:
+            row[:] = [0] * len(row)
+        for r in self.res:
+            r[:] = [0.0, 0.0, 0.0]
+        self.used[:] = [0] * len(self.used)
+        self.sig[:] = [0] * len(self.sig)
+
     def _outer(self, level: int) -> None:
-        """Place the tasks of the level's operator. In a *dive* only the count the search tries
-        first is tried on each node, and the look-aheads are skipped: the look-aheads cut only
-        branches without a plan and the first count is tried first, so a plan the dive reaches
-        is the search's first plan, with the same node trials; a dive that reaches none leaves
-        everything as it was for the whole search (a first-plan search dives first)."""
+        """Place the tasks of the level's operator on the nodes (:meth:`_inner`), then the next."""
         if level == len(self.order):
             self._record()
             return
+        ctx, left = self._arrange(level)
+        self._inner(ctx, 0, left, 0.0, 0.0)
+
+    def _arrange(self, level: int) -> tuple[tuple, int]:
+        """The nodes in the order the level's operator is given to them and what
+        :meth:`_inner` needs of them: (context, tasks of the operator)."""
         _, c, s, net, forward, weight, links, _, counts_o, par_o = self.steps[level]
         cap, used, res, sig = self.cap, self.used, self.res, self.sig
         n_nodes = len(cap)
@@ -323,14 +348,14 @@ class _Search:
             room = lim_s - r[1]
             absorb_s += room if room < here_s[f] else here_s[f]
         lim_n, eps_c, eps_s = self.limit[2], self.eps[0], self.eps[1]
-        ctx = (level, recs, nodes, links, c, s, net, forward, self.tasks_left[level + 1], self.free_left[level + 1],
-               *after, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig, dive)
-        self._inner(ctx, 0, par_o, 0.0, 0.0)
+        return (level, recs, nodes, links, c, s, net, forward, self.tasks_left[level + 1], self.free_left[level + 1],
+                *after, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig, dive), par_o
 
-    def _inner(self, ctx, i: int, left: int, fixed_c: float, fixed_s: float) -> None:
+    def _inner(self, ctx, i: int, left: int, fixed_c: float, fixed_s: float) -> int | None:
         """Node ``nodes[i]`` gets some of o's ``left`` tasks (``left > 0``); twins (same contents
         before o, same limit) are symmetric, so their counts do not decrease; ``fixed_c`` and
-        ``fixed_s``: what the nodes before i can still absorb of the later tasks."""
+        ``fixed_s``: what the nodes before i can still absorb of the later tasks. Diving, it
+        keeps its one count and returns what is left of o's tasks (None where it cannot)."""
         (level, recs, nodes, links, c, s, net, forward, tasks_next, free_next, low_c, low_s, top_c, top_s, need_c,
          need_s, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig, dive) = ctx
         same, k, free, twins, free_after, share, weight_after, absorb_c, absorb_s, n_rest = recs[i]
@@ -395,6 +420,8 @@ class _Search:
             counts_o[k] = num
             used[k] += num
             sig[k] += num * weight
+            if dive:
+                return None if rest == 0 and twin_next and num > 0 else rest
             if rest:
                 self._inner(ctx, i + 1, rest, now_c, now_s)
             elif not (twin_next and num > 0):  # CAPS's corner case: a twin of the last node would get 0
@@ -405,12 +432,20 @@ class _Search:
             res[0], res[1], res[2] = have_c, have_s, have_n
 
     def _close(self, level: int) -> None:
-        """All of the level's operator's tasks are placed: charge the links from placed upstream
-        operators."""
+        """All of the level's operator's tasks are placed: charge them, go on, take it back."""
+        before = self._charge(level)
+        if before is not None:
+            self._outer(level + 1)
+            for r, total in zip(self.res, before):
+                r[2] = total
+
+    def _charge(self, level: int) -> list[float] | None:
+        """Charge the links from placed upstream operators to the level's operator, all of whose
+        tasks are placed: the nodes' network before (empty without such links), or None, nothing
+        charged, where a node would exceed its threshold."""
         _, _, _, _, _, _, _, ups, counts_o, p = self.steps[level]
         if not ups:
-            self._outer(level + 1)
-            return
+            return []
         res, lim_n = self.res, self.limit[2]
         before = [r[2] for r in res]
         for k, n_o in enumerate(counts_o):
@@ -423,12 +458,11 @@ class _Search:
                     added += net * n_u * (1.0 - n_o / p)
             total = before[k] + added
             if total > lim_n:
-                break
+                for r, old in zip(res, before):
+                    r[2] = old
+                return None
             res[k][2] = total
-        else:
-            self._outer(level + 1)
-        for r, total in zip(res, before):
-            r[2] = total
+        return before
 
     def _record(self) -> None:
         result = self.result
