@@ -49,7 +49,7 @@ from bisect import bisect_right
 import sys
 import time
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -592,10 +592,9 @@ def placement_from_counts(graph: TaskGraph, cluster: Cluster, profile: Contentio
             first, second = min(o, d), max(o, d)
             if partner[second] is None or first < partner[second]:
                 partner[second] = first
-    tasks: list[list[int]] = [[] for _ in range(n_ops)]
     task_operator = graph.task_operator.tolist()
-    for t, o in enumerate(task_operator):
-        tasks[o].append(t)
+    by_operator = sorted(range(len(task_operator)), key=task_operator.__getitem__)  # stable: task order
+    tasks = [by_operator[a - p:a] for a, p in zip(accumulate(par), par)]
     node_of = [-1] * len(task_operator)
     for o, want in enumerate(rows):
         rest = tasks[o]
@@ -608,8 +607,14 @@ def placement_from_counts(graph: TaskGraph, cluster: Cluster, profile: Contentio
                     want[k] -= 1
                 else:
                     rest.append(t)
-        for t, k in zip(rest, chain.from_iterable(repeat(k, w) for k, w in enumerate(want))):
-            node_of[t] = k
+        ranked: list[int] = []
+        for k, w in enumerate(want):
+            ranked += [k] * w
+        if rest and rest[-1] - rest[0] == len(rest) - 1:  # consecutive task numbers: one slice
+            node_of[rest[0]:rest[-1] + 1] = ranked
+        else:
+            for t, k in zip(rest, ranked):
+                node_of[t] = k
     slots, seen = cluster.slots.tolist(), [0] * n_nodes
     worker_of = [NO_WORKER] * len(node_of)
     for t, k in enumerate(node_of):
