@@ -16,7 +16,9 @@ many tasks of each operator each node hosts. The search, our implementation of [
    Unlike CAPS (counts ascending from 0, 38 goroutines), counts are tried from the node's share
    of the operator in proportion to its compute room outwards, and branches that cannot be
    completed within the thresholds are cut early by sound look-aheads (:class:`_Search`); the
-   set of plans is CAPS's, the order in which they are found is not.
+   set of plans is CAPS's, the order in which they are found is not. A first-plan search
+   (CAPS's ``ExitOnFirstPlan``) first *dives* (:meth:`_Search._dive`): the first path alone,
+   without look-aheads or backtracking; a plan it reaches is the search's first plan.
 4. Every complete plan within the thresholds is kept if no other dominates it (Pareto front);
    the placement is the front's plan with the least summed ``cost / (high - low)``
    (``pick=balanced``) or a seeded random one (``pick=random``, CAPS picks at random).
