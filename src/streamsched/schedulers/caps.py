@@ -47,9 +47,9 @@ References
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 import sys
 import time
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -522,11 +522,11 @@ def _outward(start: int, lo: int, hi: int):
 
 
 def search(profile: ContentionProfile, limits: np.ndarray, alpha, work_limit: int,
-           first_only: bool = False, bases: tuple[np.ndarray, np.ndarray] | None = None,
+           first_only: bool = False, bases: tuple[list[float], list[float]] | None = None,
            tables: Lookahead | None = None, dive: bool = True) -> SearchResult:
     """One CAPS search with thresholds from ``alpha`` (compute, state, network ratios);
     ``bases`` (:func:`threshold_bases`) and ``tables`` when the caller has them. A
-    ``first_only`` search dives first (``_Search._outer``) unless ``dive`` is false: the same
+    ``first_only`` search dives first (``_Search._dive``) unless ``dive`` is false: the same
     plan, less work on the way."""
     low, high = bases or threshold_bases(profile, len(limits), int(np.max(limits)))
     return _Search(profile, limits, thresholds(low, high, alpha), work_limit, first_only, tables).run(dive)
