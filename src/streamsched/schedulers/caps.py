@@ -51,7 +51,7 @@ import sys
 import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, cycle, repeat
 from typing import Any
 
 import numpy as np
@@ -585,7 +585,7 @@ def placement_from_counts(graph: TaskGraph, cluster: Cluster, profile: Contentio
     """Tasks onto nodes by operator counts (rows per operator, one count per node): a
     ``FORWARD`` partner of equal parallelism already assigned puts task i beside its partner's
     task i where counts allow; then rank order. Worker slots are used round robin on each node."""
-    n_ops, n_nodes = profile.n_operators, cluster.n_nodes
+    n_ops = profile.n_operators
     rows = counts.tolist() if isinstance(counts, np.ndarray) else counts
     par = profile.parallelism
     partner: list[int | None] = [None] * n_ops  # the first earlier FORWARD partner of equal parallelism
@@ -617,12 +617,8 @@ def placement_from_counts(graph: TaskGraph, cluster: Cluster, profile: Contentio
         else:
             for t, k in zip(rest, ranked):
                 node_of[t] = k
-    slots, seen = cluster.slots.tolist(), [0] * n_nodes
-    worker_of = [NO_WORKER] * len(node_of)
-    for t, k in enumerate(node_of):
-        if slots[k] > 0:
-            worker_of[t] = seen[k] % slots[k]
-        seen[k] += 1
+    turns = [cycle(range(s)) if s > 0 else repeat(NO_WORKER) for s in cluster.slots.tolist()]  # per node
+    worker_of = [next(turns[k]) for k in node_of]
     return np.array(node_of, dtype=np.int64), np.array(worker_of, dtype=np.int64)
 
 
