@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +18,7 @@ from streamsched.model.limits import check_nodes
 from streamsched.model.units import CORES, TASKS, check_unit
 
 KINDS = ("cloud", "edge")
+NET_FIELDS = ("net_in", "net_out")
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,10 @@ class Node:
     """One machine. ``capacity`` is in its cluster's ``capacity_unit`` (the papers: tasks it can
     host; or cores). ``slots`` are worker processes (Storm workers; a Flink TaskManager is one);
     ``task_slots`` is Flink's ``taskmanager.numberOfTaskSlots``: at most that many tasks of an
-    operator per slot sharing group on the node (0 = no limit; :mod:`streamsched.model.colocation`)."""
+    operator per slot sharing group on the node (0 = no limit; :mod:`streamsched.model.colocation`).
+    ``net_in``/``net_out`` are the node's network capacity into and out of it in bytes/s (``None``
+    = unknown); with them known on every node, :mod:`streamsched.model.throughput` finds the busiest
+    link direction."""
 
     name: str
     capacity: float
@@ -37,6 +42,8 @@ class Node:
     rack: str = "rack-0"
     kind: str = "cloud"
     task_slots: int = 0
+    net_in: float | None = None
+    net_out: float | None = None
 
     def __post_init__(self) -> None:
         where = f"node {self.name!r}"
@@ -48,6 +55,10 @@ class Node:
         for name in ("ghz", "flops_per_cycle", "ram_mb", "bandwidth_mbps"):
             if getattr(self, name) < 0:
                 raise InputError(f"{where}.{name}: must be >= 0, got {getattr(self, name)}")
+        for name in NET_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f"{where}.{name}: must be a finite number of bytes/s > 0, got {value!r}")
         if self.kind not in KINDS:
             raise InputError(f"{where}.kind: {self.kind!r} is not one of {', '.join(KINDS)}")
 
@@ -98,6 +109,11 @@ class Cluster:
         out = np.array([n.slots for n in self.nodes], dtype=np.int64)
         out.setflags(write=False)
         return out
+
+    @property
+    def has_links(self) -> bool:
+        """Every node's ``net_in`` and ``net_out`` known (bytes/s): the throughput model's link terms apply."""
+        return all(n.net_in is not None and n.net_out is not None for n in self.nodes)
 
     @property
     def total_capacity(self) -> float:
@@ -199,4 +215,5 @@ def _node(values: dict[str, Any], where: str, unit: str) -> Node:
         raise InputError(f"{where}.capacity: {capacity:g} cores exceeds the node's cores ({cores})")
     return Node(**{**values, "capacity": float(cores if capacity is None else capacity),
                    **{k: int(values[k]) for k in ("slots", "cores", "task_slots") if k in values},
-                   **{k: float(values[k]) for k in ("ghz", "flops_per_cycle", "ram_mb", "bandwidth_mbps") if k in values}})
+                   **{k: float(values[k]) for k in ("ghz", "flops_per_cycle", "ram_mb", "bandwidth_mbps", *NET_FIELDS)
+                      if k in values}})
