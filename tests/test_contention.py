@@ -315,7 +315,7 @@ def test_optimal_contention_equals_the_lexicographic_brute_force_minimum(order):
     dims = order.split(",")
     index = [("compute", "state", "network").index(d) for d in dims]
     best = min(tuple(np.round(c[index], 9)) for c, _ in brute_force(graph, 3, 4))
-    placement = get_scheduler("optimal", objective="contention", contention=order, time_limit=20.0).schedule(graph, cluster)
+    placement = get_scheduler("optimal", objective="contention", contention=order).schedule(graph, cluster)
     got = contention(graph, placement, 3)["bottleneck"]
     assert placement.metadata["status"] == "optimal"
     assert tuple(got[d] for d in dims) == pytest.approx(best)
@@ -330,21 +330,84 @@ def test_optimal_contention_under_ceilings_and_a_traffic_ceiling():
     ceiling = 60.0
     best = min(c[2] for c, _ in plans if c[0] <= ceiling)
     placement = get_scheduler("optimal", objective="contention", contention="network,compute,state",
-                              compute_ceiling=ceiling, time_limit=20.0).schedule(graph, cluster)
+                              compute_ceiling=ceiling).schedule(graph, cluster)
     got = contention(graph, placement, 3)
     assert got["bottleneck"]["compute"] <= ceiling and got["bottleneck"]["network"] == pytest.approx(best)
     traffic = min(t for t, _ in totals)
-    least = get_scheduler("optimal", objective="contention", contention="network-total",
-                          time_limit=20.0).schedule(graph, cluster)
+    least = get_scheduler("optimal", objective="contention", contention="network-total").schedule(graph, cluster)
     assert contention(graph, least, 3)["network_total"] == pytest.approx(traffic)
     limit = traffic * 1.5
     best_compute = min(c[0] for t, c in totals if t <= limit)
-    capped = get_scheduler("optimal", objective="contention", traffic_ceiling=limit, time_limit=20.0).schedule(graph, cluster)
+    capped = get_scheduler("optimal", objective="contention", traffic_ceiling=limit).schedule(graph, cluster)
     assert contention(graph, capped, 3)["network_total"] <= limit
     assert contention(graph, capped, 3)["bottleneck"]["compute"] == pytest.approx(best_compute)
     with pytest.raises(InfeasibleError, match="ceilings"):
-        get_scheduler("optimal", objective="contention", traffic_ceiling=traffic * 0.5,
-                      time_limit=20.0).schedule(graph, cluster)
+        get_scheduler("optimal", objective="contention", traffic_ceiling=traffic * 0.5).schedule(graph, cluster)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_optimal_contention_under_ceilings_that_sit_exactly_on_plans_costs(seed):
+    """Ceilings equal to some plans' exact float costs (random costs: rounding matters): the
+    optimum is the brute-force one among every plan that meets them as written, and the plan
+    meets them within CEILING_RTOL (a ceiling tightened by its rounding loss lost such plans)."""
+    from streamsched.solvers.contention import CEILING_RTOL
+
+    rng = np.random.default_rng(seed)
+    profile, limits = random_chain(rng)
+    graph = graph_from_profile(profile, "chain")
+    cluster = Cluster.from_types("unequal", *[(1, {"capacity": float(c), "slots": int(c)}) for c in limits])
+    plans = brute_force(graph, len(limits), limits)
+    totals = [costs_from_counts(profile, counts)[:, 2].sum() for _, counts in plans]
+    pick = plans[int(rng.integers(len(plans)))][0]
+    compute, total = float(pick[0]), float(totals[int(rng.integers(len(plans)))])
+    best = min(c[2] for c, _ in plans if c[0] <= compute)
+    got = get_scheduler("optimal", objective="contention", contention="network,compute,state",
+                        compute_ceiling=compute).schedule(graph, cluster)
+    cost = contention(graph, got, len(limits))["bottleneck"]
+    assert got.metadata["status"] == "optimal"
+    assert cost["network"] == pytest.approx(best, rel=1e-9) and cost["compute"] <= compute * (1 + CEILING_RTOL)
+    best_compute = min(c[0] for (c, _), t in zip(plans, totals) if t <= total)
+    capped = get_scheduler("optimal", objective="contention", traffic_ceiling=total).schedule(graph, cluster)
+    assert contention(graph, capped, len(limits))["bottleneck"]["compute"] == pytest.approx(best_compute, rel=1e-9)
+    assert contention(graph, capped, len(limits))["network_total"] <= total * (1 + CEILING_RTOL)
+
+
+def test_optimal_contention_finds_caps_plan_on_its_exact_compute_ceiling():
+    """CAPS's plan on Q3 (compute 5152.545795219942, state 0, network 84.12, its front in the
+    caps row of docs/benchmarks.md) meets these ceilings as written: the least network under
+    them is at most CAPS's (before the fix: 113.35, called optimal)."""
+    graph, cluster = workloads.workload("caps-Q3"), workloads.cluster("caps-4x8")
+    got = get_scheduler("optimal", objective="contention", contention="network,compute,state",
+                        compute_ceiling=5152.545795219942, state_ceiling=0.0).schedule(graph, cluster)
+    assert got.metadata["status"] == "optimal"
+    assert got.metadata["contention"]["network"] <= 84.12371456811748 + 1e-9
+    assert got.metadata["contention"]["state"] == 0.0
+
+
+def test_optimal_contention_proves_the_documented_example_with_its_defaults(capsys):
+    """docs/optimal.md's example as a user runs it (no limits given): work_limit alone stops it,
+    and it ends with a proof (it once handed time_limit=0 to the solver as its work limit)."""
+    assert main(["schedule", "-s", "optimal", "-w", "caps-Q3", "-c", "caps-4x8", "-p", "objective=contention",
+                 "--json"]) == 0
+    metadata = json.loads(capsys.readouterr().out)["metadata"]
+    assert metadata["status"] == "optimal" and metadata["gap"] < 1e-6
+    assert [s["status"] for s in metadata["stages"]] == ["optimal"] * 3
+
+
+def test_optimal_contention_passes_work_limit_and_no_wall_clock_by_default(monkeypatch):
+    """The contention path gets ``work_limit`` as CP-SAT's deterministic limit and no wall clock
+    unless ``time_limit`` is set (then the wall clock alone)."""
+    import streamsched.solvers.contention as solver
+
+    seen = []
+    real = solver.solve_contention
+    monkeypatch.setattr(solver, "solve_contention",
+                        lambda *a, **k: seen.append((k["time_limit"], k["work_limit"])) or real(*a, **k))
+    graph, cluster = tiny()
+    get_scheduler("optimal", objective="contention", work_limit=3.5).schedule(graph, cluster)
+    get_scheduler("optimal", objective="contention", time_limit=7.0).schedule(graph, cluster)
+    get_scheduler("optimal", objective="contention").schedule(graph, cluster)
+    assert seen == [(None, 3.5), (7.0, None), (None, 10.0)]
 
 
 def test_a_graph_without_a_profile_gets_one_from_its_weights():

@@ -690,7 +690,7 @@ class CapsScheduler(Scheduler):
 
 
 def exact_contention_placement(graph: TaskGraph, cluster: Cluster, *, objective: str, weights, ceilings: dict[str, float],
-                               network_ceiling: float | None, time_limit: float, work_limit: float | None, seed: int,
+                               network_ceiling: float | None, time_limit: float | None, work_limit: float | None, seed: int,
                                workers: int, warm_start: bool) -> Placement:
     """``optimal``'s contention objective: :func:`streamsched.solvers.contention.solve_contention`
     on ``graph``'s profile, from this search's plan when ``warm_start`` (module docstring);
@@ -725,7 +725,8 @@ def exact_contention_placement(graph: TaskGraph, cluster: Cluster, *, objective:
         raise InfeasibleError(f"optimal: no placement of {graph.name!r} on {cluster.name!r} meets the contention "
                               f"ceilings and capacities")
     if solution.counts is None:
-        raise InfeasibleError(f"optimal: no placement of {graph.name!r} found within time_limit={time_limit:g} s")
+        raise InfeasibleError(f"optimal: no placement of {graph.name!r} found within "
+                              + (f"time_limit={time_limit:g} s" if time_limit else f"work_limit={work_limit:g}"))
     node_of, worker_of = placement_from_counts(graph, cluster, profile, solution.counts)
     first = solution.stages[0]
     return Placement.build(node_of, worker_of, {

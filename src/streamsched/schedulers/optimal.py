@@ -203,8 +203,9 @@ def _contention(graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed
     ceilings = {d: params[f"{d}_ceiling"] for d in ("compute", "state", "network") if params[f"{d}_ceiling"] >= 0}
     traffic = params["traffic_ceiling"] if params["traffic_ceiling"] >= 0 else None
     return exact_contention_placement(graph, cluster, objective=params["contention"], weights=weights,
-                                      ceilings=ceilings, network_ceiling=traffic, time_limit=params["time_limit"],
-                                      work_limit=params["time_limit"], seed=seed, workers=params["workers"],
+                                      ceilings=ceilings, network_ceiling=traffic,
+                                      time_limit=params["time_limit"] or None,
+                                      work_limit=None if params["time_limit"] else params["work_limit"], seed=seed, workers=params["workers"],
                                       warm_start=params["warm_starts"])
 
 

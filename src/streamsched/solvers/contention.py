@@ -17,8 +17,12 @@ and on the total network cost are constraints.
 
 Exactness: costs are scaled to integers and rounded *down*, so every scaled value is at most
 the true one and CP-SAT's bound, divided back, bounds the true optimum; the returned plan's
-costs are recomputed exactly. A ceiling is tightened by the largest rounding loss, so a plan
-that meets the scaled ceiling meets the true one. Identical nodes are ordered by compute
+costs are recomputed exactly. A ceiling ``X <= c`` is a constraint of its own, on coefficients
+rounded down at a scale where the largest rounding loss is at most :data:`CEILING_RTOL` x c:
+every plan that meets ``c`` exactly is admitted (so an optimum is one under the ceiling as the
+user wrote it) and every admitted plan meets ``c (1 + CEILING_RTOL)``, which the returned plan
+is checked against. A lexicographic stage fixes its dimension the same way, at the true value
+it reached, so a later stage loses no plan that ties with it up to rounding. Identical nodes are ordered by compute
 (their operator counts read as one number in base ``max p + 1``, decreasing; compute where that
 number would not fit 62 bits), an order every plan can be permuted to meet.
 
@@ -46,6 +50,10 @@ from streamsched.native_output import captured_native_output
 
 #: Scaled node costs stay below 2^SCALE_BITS (CP-SAT works on 64-bit integers).
 SCALE_BITS = 40
+#: A ceiling c admits every plan whose cost is at most c and none above c (1 + CEILING_RTOL).
+CEILING_RTOL = 1e-9
+#: A ceiling's own scale keeps its row's coefficients x multipliers below 2^CEILING_BITS.
+CEILING_BITS = 61
 _STATUS = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
            cp_model.MODEL_INVALID: "unknown", cp_model.UNKNOWN: "unknown"}
 
@@ -83,12 +91,13 @@ class _Timer(cp_model.CpSolverSolutionCallback):
 def solve_contention(profile: ContentionProfile, limits, capacity, max_load, *, objective: str = "lexicographic",
                      order: tuple[str, ...] = DIMENSIONS, weights=(1.0, 1.0, 1.0), spans=(1.0, 1.0, 1.0),
                      ceilings: dict[str, float] | None = None, network_ceiling: float | None = None,
-                     time_limit: float = 60.0, work_limit: float | None = None, seed: int = 0, workers: int = 1,
-                     hint: np.ndarray | None = None) -> ContentionSolution:
+                     time_limit: float | None = None, work_limit: float | None = None, seed: int = 0,
+                     workers: int = 1, hint: np.ndarray | None = None) -> ContentionSolution:
     """Minimise contention (module docstring). ``objective``: ``lexicographic`` (in ``order``),
     ``weighted`` (``weights`` over ``spans``) or ``traffic`` (total network cost);
-    ``ceilings`` caps bottlenecks, ``network_ceiling`` the total network cost. ``time_limit``
-    (wall clock) and ``work_limit`` (CP-SAT's deterministic time) are shared by all stages."""
+    ``ceilings`` caps bottlenecks, ``network_ceiling`` the total network cost (both up to
+    :data:`CEILING_RTOL`). ``work_limit`` (CP-SAT's deterministic time) and ``time_limit`` (wall
+    clock; None: none) are shared by all stages; with neither, the stages run to their proofs."""
     started = time.perf_counter()
     model = _Model(profile, np.asarray(limits, dtype=np.int64), np.asarray(capacity, dtype=np.float64),
                    np.asarray(max_load, dtype=np.float64))
@@ -106,26 +115,26 @@ def solve_contention(profile: ContentionProfile, limits, capacity, max_load, *, 
         goals = [("traffic", model.total_goal())]
     out = ContentionSolution(None, "unknown")
     spent_work = 0.0
-    for stage, (name, (expr, scale, lower_fix)) in enumerate(goals):
-        left = time_limit - (time.perf_counter() - started)
-        if left <= 0.01:
-            out.stages.append({"objective": name, "status": "not run (time)"})
+    for stage, (name, (expr, scale)) in enumerate(goals):
+        left = None if time_limit is None else time_limit - (time.perf_counter() - started)
+        if left is not None and left <= 0.01 or work_limit is not None and work_limit - spent_work <= 0.001:
+            out.stages.append({"objective": name, "status": "not run (limit)"})
             continue
         model.model.clear_objective()
         model.model.minimize(expr)
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = left
+        if left is not None:
+            solver.parameters.max_time_in_seconds = left
         solver.parameters.num_workers = int(workers)
         solver.parameters.random_seed = int(seed)
         if work_limit is not None:
-            solver.parameters.max_deterministic_time = max(0.001, work_limit - spent_work)
+            solver.parameters.max_deterministic_time = work_limit - spent_work
         timer = _Timer(time.perf_counter() - started)
         with captured_native_output("CP-SAT"):
             status = _STATUS.get(solver.solve(model.model, timer), "unknown")
         spent_work += float(solver.response_proto.deterministic_time)
         record = {"objective": name, "status": status}
         if status in ("optimal", "feasible"):
-            value = int(round(solver.objective_value))
             counts = np.array([[solver.value(v) for v in row] for row in model.n], dtype=np.int64)
             out.counts = counts
             record["bound"] = float(solver.best_objective_bound) / scale
@@ -133,7 +142,8 @@ def solve_contention(profile: ContentionProfile, limits, capacity, max_load, *, 
                 out.seconds_to_first = timer.first
             out.seconds_to_best = timer.last if timer.last is not None else out.seconds_to_best
             model.hint(counts)
-            lower_fix(value)  # later stages keep this objective at the value found
+            if name in DIMENSIONS:  # later stages keep this bottleneck at the value found
+                model.ceiling(name, float(costs_from_counts(profile, counts)[:, DIMENSIONS.index(name)].max()))
         elif status == "infeasible":
             out.status = "infeasible"
             out.stages.append(record)
@@ -150,6 +160,11 @@ def solve_contention(profile: ContentionProfile, limits, capacity, max_load, *, 
     top = per_node.max(axis=0)
     out.cost = dict(zip(DIMENSIONS, map(float, top)))
     out.network_total = float(per_node[:, 2].sum())
+    over = [f"{d} {out.cost[d]!r} > {c!r}" for d, c in (ceilings or {}).items() if not within_ceiling(out.cost[d], c)]
+    if network_ceiling is not None and not within_ceiling(out.network_total, network_ceiling):
+        over.append(f"network total {out.network_total!r} > {network_ceiling!r}")
+    if over:
+        raise AssertionError(f"contention solver: the plan breaks a ceiling beyond CEILING_RTOL: {'; '.join(over)}")
     solved = [s for s in out.stages if "bound" in s]
     out.status = "optimal" if len(solved) == len(goals) and all(s["status"] == "optimal" for s in solved) else "feasible"
     for s in solved:
@@ -164,6 +179,11 @@ def solve_contention(profile: ContentionProfile, limits, capacity, max_load, *, 
     if objective != "lexicographic" and "bound" in first:
         out.bound[first["objective"]] = first["bound"]
     return out
+
+
+def within_ceiling(cost: float, ceiling: float) -> bool:
+    """``cost`` meets ``ceiling`` up to :data:`CEILING_RTOL` (the solver's promise both ways)."""
+    return cost <= ceiling * (1 + CEILING_RTOL)
 
 
 def _true_value(name: str, solution: ContentionSolution, weights, spans) -> float:
@@ -218,9 +238,9 @@ class _Model:
                     prod = m.new_int_var(0, top * par[d], f"m{o}_{d}_{k}")
                     m.add_multiplication_equality(prod, [self.n[o][k], q])
                     terms[k][2].append((prod, net / par[d], top * par[d]))
+        self.terms = terms
         self.scale = []
         self.node_expr: list[list[Any]] = [[None] * n_nodes for _ in range(3)]
-        self.loss = np.zeros(3)
         self.top = np.zeros(3, dtype=np.int64)
         for dim in range(3):
             largest = max([sum(w * t for _, w, t in terms[k][dim]) for k in range(n_nodes)] + [1e-12])
@@ -231,7 +251,6 @@ class _Model:
                 coefficients = [int(math.floor(w * scale)) for _, w, _ in items]
                 self.node_expr[dim][k] = cp_model.LinearExpr.weighted_sum([v for v, _, _ in items], coefficients)
                 self.top[dim] = max(self.top[dim], sum(c * t for c, (_, _, t) in zip(coefficients, items)))
-                self.loss[dim] = max(self.loss[dim], float(sum(t for _, _, t in items)))
         self.t = [m.new_int_var(0, int(self.top[dim]), f"T{dim}") for dim in range(3)]
         for dim in range(3):
             for k in range(n_nodes):
@@ -249,18 +268,37 @@ class _Model:
                 m.add(self.node_expr[0][k] >= self.node_expr[0][k + 1])
 
     def ceiling(self, dim: str, value: float) -> None:
-        """Every node's true cost in ``dim`` at most ``value`` (tightened by the rounding loss)."""
+        """Every node's true cost in ``dim`` at most ``value`` (module docstring: up to
+        :data:`CEILING_RTOL`)."""
         x = DIMENSIONS.index(dim)
-        limit = math.floor(value * self.scale[x] - self.loss[x])
-        if limit < self.top[x]:  # else no node can exceed it
-            self.model.add(self.t[x] <= int(limit))
+        for k in range(len(self.terms)):
+            self._at_most(self.terms[k][x], value)
 
     def total_ceiling(self, value: float) -> None:
-        total = sum(self.node_expr[2])
-        loss = self.loss[2] * len(self.node_expr[2])
-        limit = math.floor(value * self.scale[2] - loss)
-        if limit < self.top[2] * len(self.node_expr[2]):
-            self.model.add(total <= int(limit))
+        """The true network cost summed over nodes at most ``value`` (up to :data:`CEILING_RTOL`)."""
+        self._at_most([item for node in self.terms for item in node[2]], value)
+
+    def _at_most(self, items: list[tuple[Any, float, int]], value: float) -> None:
+        """``sum w v <= value`` over ``items`` (variable, weight w >= 0, largest value of v):
+        coefficients ``floor(w s)`` <= ``floor(value s)`` admits every assignment that meets
+        ``value``; the scale ``s`` makes the rounding loss (at most ``sum v``) at most
+        CEILING_RTOL x value. Where that scale would overflow (a ceiling some 1e7 times below the
+        largest cost), the limit is tightened by the loss instead (sound, not complete). A ceiling
+        of 0 rounds up instead (exact: every term with w > 0 is 0)."""
+        items = [item for item in items if item[1] > 0]
+        largest = sum(w * t for _, w, t in items)
+        if not items or largest <= value:
+            return  # no assignment can exceed it
+        if value <= 0:
+            self.model.add(cp_model.LinearExpr.weighted_sum([v for v, _, _ in items], [1] * len(items)) <= 0)
+            return
+        loss = float(sum(t for _, _, t in items))
+        wanted, cap = loss / (CEILING_RTOL * value), 2.0**CEILING_BITS / largest
+        scale = min(wanted, cap)
+        coefficients = [int(math.floor(w * scale)) for _, w, _ in items]
+        limit = value * scale - (loss if wanted > cap else 0.0)
+        self.model.add(cp_model.LinearExpr.weighted_sum([v for v, _, _ in items], coefficients)
+                       <= int(math.floor(limit)))
 
     def hint(self, counts: np.ndarray) -> None:
         self.model.clear_hints()
@@ -270,7 +308,7 @@ class _Model:
 
     def bottleneck_goal(self, dim: str):
         x = DIMENSIONS.index(dim)
-        return self.t[x], self.scale[x], lambda value: self.model.add(self.t[x] <= value)
+        return self.t[x], self.scale[x]
 
     def weighted_goal(self, weights, spans):
         """``sum_x w_x T_x / span_x``, each term on a common integer scale (rounded down)."""
@@ -281,8 +319,7 @@ class _Model:
             coefficients.append(per * unit / self.scale[x])  # per true unit -> per scaled unit of T_x
         ints = [max(0, int(math.floor(c * 2**12))) for c in coefficients]
         expr = cp_model.LinearExpr.weighted_sum(self.t, ints)
-        return expr, unit * 2**12, lambda value: None
+        return expr, unit * 2**12
 
     def total_goal(self):
-        total = sum(self.node_expr[2])
-        return total, self.scale[2], lambda value: None
+        return sum(self.node_expr[2]), self.scale[2]
