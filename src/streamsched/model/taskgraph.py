@@ -163,6 +163,14 @@ class TaskGraph:
         return float(self.load.sum())
 
     @cached_property
+    def bytes_per_record(self) -> np.ndarray:
+        """Bytes per record of every edge: ``bytes_rate / rate`` (0 where the edge carries no records)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(self.rate > 0, self.bytes_rate / np.where(self.rate > 0, self.rate, 1.0), 0.0)
+        out.setflags(write=False)
+        return out
+
+    @cached_property
     def undirected(self) -> sp.csr_matrix:
         """Symmetric adjacency ``R(ti,tj) + R(tj,ti)`` without self-loops (partitioners' input)."""
         keep = self.src != self.dst
