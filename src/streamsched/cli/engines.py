@@ -20,7 +20,9 @@ from rich.console import Console
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import finite_or_null
 from streamsched.cli.summaries import reading_lines
+from streamsched.engines.flink.apply import MIN_GAIN
 from streamsched.metrics import remote_traffic
+from streamsched.engines.rest_client import READ_TIMEOUT_S, REQUEST_TIMEOUT_S
 from streamsched.errors import InputError
 from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.model.paths import staged_directory
@@ -80,7 +82,10 @@ def storm_ui(
     load: str = typer.Option("busy", "--load", help="executor load: busy (executed x latency) or capacity"),
     spout_load: float = typer.Option(0.1, "--spout-load", help="cores per spout executor (the UI gives none)"),
     host_cores: float = typer.Option(4.0, "--host-cores", help="cores of a host without a supervisor summary"),
-    timeout: float = typer.Option(60.0, "--timeout", help="seconds for the whole read (every request ends by then)"),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", help=f"seconds for the whole read, every request ended by then (default {READ_TIMEOUT_S:g})"),
+    http_timeout: Optional[float] = typer.Option(
+        None, "--http-timeout", help=f"seconds per request, tries included (default {REQUEST_TIMEOUT_S:g})"),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON instead of a summary"),
 ) -> None:
     """Storm UI REST API: executors, their placement and hosts.
@@ -92,7 +97,8 @@ def storm_ui(
 
     with staged_directory(out) as stage, malformed_capture(url or directory):
         data = ui_rest.read(url=url, topology_id=topology_id, directory=directory, window=window,
-                            timeout=timeout, save_dir=stage / "storm-ui" if url is not None else None)
+                            timeout=timeout, http_timeout=http_timeout,
+                            save_dir=stage / "storm-ui" if url is not None else None)
         reading = ui_rest.estimate(data, spout_load=spout_load, load=load, host_cores=host_cores)
         report = write_reading(stage, out, reading.graph, reading.placement, reading.cluster, {
             "engine": "storm-ui", "topology_id": data.topology_id, "window": data.window,
@@ -160,7 +166,10 @@ def flink_rest(
     out: Path = OutOpt,
     window: float = typer.Option(10.0, "--window", help="live: seconds between two snapshots (0: one, Flink's 60 s meters)"),
     node_by: str = typer.Option("taskmanager", "--node-by", help="one node per taskmanager or per host"),
-    timeout: float = typer.Option(60.0, "--timeout", help="seconds for the whole read, window included"),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", help=f"seconds for the whole read, window included (default {READ_TIMEOUT_S:g})"),
+    http_timeout: Optional[float] = typer.Option(
+        None, "--http-timeout", help=f"seconds per request, tries included (default {REQUEST_TIMEOUT_S:g})"),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON instead of a summary"),
 ) -> None:
     """Flink REST API: one graph task per subtask (loads in busy cores, pair rates per ship
@@ -171,7 +180,8 @@ def flink_rest(
     keys = ("job_id", "job_name", "flink_version", "rates_from", "window_s", "node_by", "measured_per_s", "edges")
     with staged_directory(out) as stage, malformed_capture(url or directory):
         reading = flink.read(url=url, job_id=job_id, directory=directory, window_s=window, timeout=timeout,
-                             node_by=node_by, save_dir=stage / "flink-rest" if url is not None else None)
+                             node_by=node_by, save_dir=stage / "flink-rest" if url is not None else None,
+                             http_timeout=http_timeout)
         report = write_reading(stage, out, reading.graph, reading.placement, reading.cluster, {
             "engine": "flink", **{k: reading.report[k] for k in keys},
             "flink_rest_dir": str(out / "flink-rest" if url is not None else directory),
@@ -257,30 +267,58 @@ def apply_flink(
     settle: float = typer.Option(10.0, "--settle", help="seconds to wait after the job runs again before measuring"),
     window: float = typer.Option(10.0, "--window", help="seconds between the two snapshots of each measurement"),
     timeout: float = typer.Option(180.0, "--timeout", help="seconds to wait for each rescale"),
+    min_gain: float = typer.Option(100 * MIN_GAIN, "--min-gain", help="percent: leave the job alone when the plan's "
+                                   "predicted gain over the running placement is smaller"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Apply a placement to a running Flink 2.3 job (adaptive scheduler + streamsched's plugin):
-    write the plan, rescale twice through resource requirements (state restored from the last
-    checkpoint, same JobID), check every subtask's TaskManager, measure the remote bytes."""
+    relabel identical TaskManagers so the fewest subtasks move, leave the job alone when none
+    would or the predicted gain is below --min-gain, else write the plan, rescale twice through
+    resource requirements (state restored from the last checkpoint, same JobID), check every
+    subtask's TaskManager and measure the job again. A failed step puts the job back."""
     from streamsched.engines.flink import apply as flink_apply
 
     _note(flink_apply.CONTROL_NOTE)
     result = flink_apply.apply(url, placement, job_id=job_id, plan_location=plan_location, settle_s=settle,
-                               window_s=window, timeout_s=timeout, log=_note)
+                               window_s=window, timeout_s=timeout, log=_note, min_gain=min_gain / 100)
     if as_json:
         print(json.dumps(finite_or_null(result.to_dict()), indent=1))
         return
-    console.print(f"job {result.job_id}: placement applied and verified per subtask (plan {result.plan_file})",
-                  highlight=False, markup=False)
-    console.print(f"moved {len(result.moved)} subtasks: " + ", ".join(
-        f"{m['vertex']}[{m['subtask']}] {m['from']}->{m['to']}" for m in result.moved), highlight=False, markup=False,
-        soft_wrap=True)
-    console.print(f"downtime {result.downtime_s:.2f} s over {len(result.rescales)} rescales "
-                  "(" + ", ".join(f"{r['downtime_s']:.2f} s" for r in result.rescales) + ")", highlight=False, markup=False)
-    before = "n/a" if result.before_remote_bytes_per_s is None else f"{result.before_remote_bytes_per_s:,.0f}"
-    after = "n/a" if result.measured_remote_bytes_per_s is None else f"{result.measured_remote_bytes_per_s:,.0f}"
-    console.print(f"inter-TaskManager bytes/s: before {before} measured; plan {result.predicted_remote_bytes_per_s:,.0f} "
-                  f"predicted, {after} measured (numBytesInRemote)", highlight=False, markup=False)
+    for line in apply_lines(result):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def apply_lines(result: Any) -> list[str]:
+    """``apply flink``'s account: the reading it judged on (every figure before the move is from
+    it), the running placement and the plan predicted from it, then what was done and measured."""
+    r = result.reading
+    lines = [f"job {result.job_id}: reading of {_num(r['window_s'], 1)} s ({r['rates_from']}): running placement "
+             f"measured {_num(r['measured_throughput'])} source records/s, {_num(r['measured_remote_bytes_per_s'])} "
+             f"bytes/s between TaskManagers (numBytesInRemote)",
+             f"  predicted from that reading: running {_num(r['running_predicted_remote_bytes_per_s'])}, plan "
+             f"{_num(r['plan_predicted_remote_bytes_per_s'])} bytes/s between TaskManagers; throughput running "
+             f"{_num(r['running_predicted_throughput'])}, plan {_num(r['plan_predicted_throughput'])} records/s"
+             + ("" if r["plan_predicted_throughput"] is not None else " (no link capacities in the cluster read)"),
+             f"  predicted gain in {result.basis}: {100 * result.gain:+.1f} % (threshold {100 * result.min_gain:g} %)"]
+    if result.relabelled:
+        lines.append("  identical TaskManagers relabelled to move less: "
+                     + ", ".join(f"{a}->{b}" for a, b in result.relabelled.items()))
+    if not result.applied:
+        return lines + [f"job left alone: {result.reason}"]
+    lines += [f"placement applied and verified per subtask (plan {result.plan_file}); moved {len(result.moved)} "
+              "subtasks: " + ", ".join(f"{m['vertex']}[{m['subtask']}] {m['from']}->{m['to']}" for m in result.moved),
+              f"downtime {result.downtime_s:.2f} s over {len(result.rescales)} rescales ("
+              + ", ".join(f"{x['downtime_s']:.2f} s" for x in result.rescales) + ")"]
+    after = result.after
+    lines.append(f"after, reading of {_num(after['window_s'], 1)} s: {_num(after['measured_throughput'])} source "
+                 f"records/s (before {_num(r['measured_throughput'])}, predicted {_num(r['plan_predicted_throughput'])}), "
+                 f"{_num(after['measured_remote_bytes_per_s'])} bytes/s between TaskManagers (before "
+                 f"{_num(r['measured_remote_bytes_per_s'])}, predicted {_num(r['plan_predicted_remote_bytes_per_s'])})")
+    return lines
 
 
 @plugin_app.command("path")
@@ -315,21 +353,50 @@ def local_start(
     load_balance: Optional[str] = typer.Option(None, "--load-balance", help="taskmanager.load-balance.mode "
                                                "(NONE, SLOTS, MIN_RESOURCES, TASKS; used without a plan)"),
     no_plugin: bool = typer.Option(False, "--no-plugin", help="without streamsched's placement plugin"),
+    link_mbit: Optional[float] = typer.Option(None, "--link-mbit", help="network lab: every TaskManager's link, "
+                                              "Mbit/s each direction (needs root; docs/engines.md)"),
+    link_mbit_tm: Optional[list[str]] = typer.Option(None, "--link-mbit-tm", help="network lab: tm-K=MBIT or "
+                                                     "tm-K=IN/OUT for one TaskManager (repeatable)"),
+    delay_ms: float = typer.Option(0.0, "--delay-ms", help="network lab: delay of each link direction (netem)"),
+    loss_pct: float = typer.Option(0.0, "--loss-pct", help="network lab: packet loss % of each link direction"),
+    cpu_quota: Optional[list[str]] = typer.Option(None, "--cpu-quota", help="network lab: tm-K=CORES, a "
+                                                  "TaskManager's CPU quota (cgroup; repeatable)"),
 ) -> None:
-    """Start a JobManager (adaptive scheduler, plugin, plans in DIR/plans) and TaskManagers on 127.0.0.1."""
-    from streamsched.engines.flink import local
+    """Start a JobManager (adaptive scheduler, plugin, plans in DIR/plans) and TaskManagers on 127.0.0.1.
+
+    With any network-lab option each TaskManager runs in a network namespace of its own behind a
+    shaped link (and its CPU quota), and DIR/cluster.yaml describes the TaskManagers (CPU, link
+    in/out) as a streamsched cluster."""
+    from streamsched.engines.flink import local, netlab
 
     extra = {"taskmanager.load-balance.mode": load_balance} if load_balance else {}
+    network = None
+    if link_mbit is not None or link_mbit_tm or delay_ms or loss_pct or cpu_quota:
+        links = {}
+        for name, value in _pairs("--link-mbit-tm", link_mbit_tm).items():
+            rate_in, _, rate_out = value.partition("/")
+            links[name] = (_number("--link-mbit-tm", name, rate_in), _number("--link-mbit-tm", name, rate_out or rate_in))
+        quotas = {name: _number("--cpu-quota", name, value) for name, value in _pairs("--cpu-quota", cpu_quota).items()}
+        network = netlab.LabOptions(link_mbit, links, delay_ms, loss_pct, quotas)
     cluster = local.start(directory, taskmanagers=taskmanagers, slots=slots, rest_port=port, jm_memory=jm_memory,
-                          tm_memory=tm_memory, plugin=not no_plugin, extra=extra)
+                          tm_memory=tm_memory, plugin=not no_plugin, extra=extra, network=network)
     print(cluster.url)
+    lab = f"; network lab, cluster file {cluster.cluster_file}" if cluster.cluster_file else ""
     _note(f"Flink {taskmanagers} TaskManagers x {slots} slots at {cluster.url}; logs {cluster.logs}; plans "
-          f"{cluster.plans}; stop with `streamsched flink-local stop --dir {directory}`")
+          f"{cluster.plans}{lab}; stop with `streamsched flink-local stop --dir {directory}`")
+
+
+def _number(option: str, name: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise InputError(f"{option} {name}={value}: {value!r} is not a number") from None
 
 
 @local_app.command("stop")
 def local_stop(directory: Path = DirOpt) -> None:
-    """Stop the cluster started in DIR (only its own processes)."""
+    """Stop the cluster started in DIR: its own processes and its network lab (namespaces, links,
+    qdiscs, cgroups), also what a crashed start left."""
     from streamsched.engines.flink import local
 
     stopped = local.stop(directory)
@@ -343,11 +410,16 @@ def local_submit(
     record_bytes: int = typer.Option(500, "--record-bytes", help="characters of each record's string (100..)"),
     parallelism: int = typer.Option(3, "--parallelism", help="Calc and aggregate parallelism"),
     source_parallelism: int = typer.Option(2, "--source-parallelism", help="source parallelism"),
+    url: Optional[str] = typer.Option(None, "--url", help="any Flink 2.3 REST URL instead of the cluster in DIR "
+                                      "(the client's log then goes to DIR/log)"),
 ) -> None:
     """Submit the example job (datagen -REBALANCE-> Calc -HASH-> aggregate -> blackhole) to the
-    cluster in DIR; prints its JobID."""
+    cluster in DIR (with or without a network lab) or at --url; prints its JobID."""
     from streamsched.engines.flink import local
 
-    cluster = local.load(directory)
-    print(local.submit_example(cluster.url, cluster.logs, rate=rate, record_bytes=record_bytes,
+    logs = directory / "log"
+    if url is None:
+        cluster = local.load(directory)
+        url, logs = cluster.url, cluster.logs
+    print(local.submit_example(url, logs, rate=rate, record_bytes=record_bytes,
                                parallelism=parallelism, source_parallelism=source_parallelism))

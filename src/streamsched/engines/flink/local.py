@@ -4,8 +4,13 @@ the adaptive scheduler, and an example job with heavy exchange (``streamsched fl
 
 The processes are started as Flink's own scripts would start them (JVM options from Flink's
 ``BashJavaUtils``), each in its own process group, bound to 127.0.0.1; ``<dir>/cluster.json``
-records their ids so that :func:`stop` ends exactly them. TaskManagers get the resource ids
-``tm-1``, ``tm-2``, ... (``taskmanager.resource-id``) so plans can name them.
+records their ids (each as it starts) so that :func:`stop` ends exactly them. TaskManagers get the
+resource ids ``tm-1``, ``tm-2``, ... (``taskmanager.resource-id``) so plans can name them.
+
+With a network lab (:mod:`streamsched.engines.flink.netlab`, ``network=``) the JobManager binds
+RPC and blob on the lab's bridge (REST stays on 127.0.0.1), each TaskManager runs in its own
+network namespace behind its shaped link (and its cgroup, under a CPU quota), and
+``<dir>/cluster.yaml`` describes the TaskManagers as a streamsched cluster (CPU, link in/out).
 
 The example job is built by Flink's Table API in a client JVM that Python drives with py4j
 (installed with pyspark) and submitted to the cluster (``execution.target: remote``).
@@ -13,21 +18,28 @@ The example job is built by Flink's Table API in a client JVM that Python drives
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+import yaml
+
+from streamsched.engines.flink import netlab
 from streamsched.engines.flink.plugin import PLAN_PROPERTY, flink_home, installed_jar
 from streamsched.errors import InputError, StreamschedError
 
 STATE_FILE = "cluster.json"
+CLUSTER_FILE = "cluster.yaml"
 #: JVM options of every Flink process here: short-lived JVMs on a small machine start faster
 #: with the C1 compiler only and one GC thread.
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
@@ -54,6 +66,10 @@ class LocalFlink:
     pids: dict[str, int] = field(default_factory=dict)
     taskmanagers: int = 2
     slots: int = 2
+    #: start returned (a record without it is a start that crashed: the next start cleans it)
+    ready: bool = False
+    #: the streamsched cluster file of a network lab (None without a lab)
+    cluster_file: str | None = None
 
     @property
     def logs(self) -> Path:
@@ -67,9 +83,9 @@ class LocalFlink:
         return "\n".join(out)
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -96,14 +112,15 @@ def _get(url: str, timeout: float = 2.0):
 
 
 def config_text(rest_port: int, rpc_port: int, base: Path, slots: int, jm_memory: str, tm_memory: str,
-                extra: Mapping[str, str] = ()) -> str:
-    """The cluster's config.yaml: everything on 127.0.0.1, other ports picked by the OS, the
-    adaptive scheduler, checkpoints every 2 s (a rescale restores from the last one)."""
+                extra: Mapping[str, str] = (), jm_address: str = "127.0.0.1", blob_port: int = 0) -> str:
+    """The cluster's config.yaml: REST on 127.0.0.1, the JobManager's RPC and blob on
+    ``jm_address`` (a lab's bridge), other ports picked by the OS, the adaptive scheduler,
+    checkpoints every 2 s (a rescale restores from the last one)."""
     settings = {
-        "jobmanager.rpc.address": "127.0.0.1", "jobmanager.rpc.port": rpc_port, "jobmanager.bind-host": "127.0.0.1",
+        "jobmanager.rpc.address": jm_address, "jobmanager.rpc.port": rpc_port, "jobmanager.bind-host": jm_address,
         "jobmanager.memory.process.size": jm_memory, "taskmanager.memory.process.size": tm_memory,
         "taskmanager.numberOfTaskSlots": slots, "taskmanager.bind-host": "127.0.0.1", "taskmanager.host": "127.0.0.1",
-        "taskmanager.rpc.port": 0, "taskmanager.data.port": 0, "blob.server.port": 0,
+        "taskmanager.rpc.port": 0, "taskmanager.data.port": 0, "blob.server.port": blob_port,
         "metrics.internal.query-service.port": 0, "rest.address": "127.0.0.1", "rest.bind-address": "127.0.0.1",
         "rest.port": rest_port, "metrics.fetcher.update-interval": 2000, "web.refresh-interval": 500,
         "jobmanager.scheduler": "adaptive",
@@ -118,31 +135,84 @@ def config_text(rest_port: int, rpc_port: int, base: Path, slots: int, jm_memory
 
 
 def start(base: str | Path, taskmanagers: int = 2, slots: int = 2, rest_port: int = 8081, jm_memory: str = "1024m",
-          tm_memory: str = "1280m", plugin: bool = True, extra: Mapping[str, str] = (), wait_s: float = 120.0) -> LocalFlink:
+          tm_memory: str = "1280m", plugin: bool = True, extra: Mapping[str, str] = (), wait_s: float = 120.0,
+          network: netlab.LabOptions | None = None) -> LocalFlink:
     """Start a JobManager and ``taskmanagers`` TaskManagers (``slots`` slots each) in ``base``;
     return once the REST API shows them all. ``plugin``: the placement plugin first on the
-    JobManager's class path, plans read from ``<base>/plans``. ``rest_port`` 0: a free port."""
+    JobManager's class path, plans read from ``<base>/plans``. ``rest_port`` 0: a free port.
+    ``network``: in a network lab (:mod:`~streamsched.engines.flink.netlab`), its cluster file
+    written to ``<base>/cluster.yaml``. What a crashed start left in ``base`` is removed first."""
     base = Path(base).resolve()
-    if (base / STATE_FILE).exists() and _alive(load(base)):
-        raise InputError(f"{base}: a local Flink runs there already ({load(base).url}); `streamsched flink-local stop`")
     if taskmanagers < 1 or slots < 1:
         raise InputError("--taskmanagers and --slots must be at least 1")
+    base.mkdir(parents=True, exist_ok=True)
+    with _start_lock(base):
+        return _start(base, taskmanagers, slots, rest_port, jm_memory, tm_memory, plugin, extra, wait_s, network)
+
+
+class _start_lock:
+    """An exclusive lock on ``<base>/.start.lock`` while a start runs (released by the kernel if
+    that process dies): a second start in the same directory is refused, not interleaved."""
+
+    def __init__(self, base: Path) -> None:
+        self.path = base / ".start.lock"
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise InputError(f"{self.path.parent}: another `flink-local start` runs there now") from None
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)
+
+
+def _megabytes(size: str) -> float:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mg])b?\s*", size.lower())
+    if not match:
+        raise InputError(f"--tm-memory {size!r}: expected megabytes or gigabytes, e.g. 1280m or 2g")
+    return float(match[1]) * (1024 if match[2] == "g" else 1)
+
+
+def _start(base: Path, taskmanagers: int, slots: int, rest_port: int, jm_memory: str, tm_memory: str, plugin: bool,
+           extra: Mapping[str, str], wait_s: float, network: netlab.LabOptions | None) -> LocalFlink:
+    if (base / STATE_FILE).exists():
+        previous = load(base)
+        if previous.ready and _alive(previous):
+            raise InputError(f"{base}: a local Flink runs there already ({previous.url}); `streamsched flink-local stop`")
+        stop(base)  # a crashed start's or a dead cluster's leftovers
+    if network is not None:
+        network.check(taskmanagers)
+        ram_mb = _megabytes(tm_memory)
     home = flink_home()
     jar = installed_jar() if plugin else None
     rest_port = rest_port or free_port()
     conf, logs, plans = base / "conf", base / "log", base / "plans"
     for d in (conf, logs, plans):
         d.mkdir(parents=True, exist_ok=True)
-    (conf / "config.yaml").write_text(config_text(rest_port, free_port(), base, slots, jm_memory, tm_memory, extra))
-    (conf / "log4j.properties").write_text(LOG4J)
-    classpath = os.pathsep.join(_classpath(home))
-    jm_jvm, jm_dynamic = _resource_params(home, conf, classpath, "JM")
-    tm_jvm, tm_dynamic = _resource_params(home, conf, classpath, "TM")
     cluster = LocalFlink(f"http://127.0.0.1:{rest_port}", base, plans if plugin else None, {}, taskmanagers, slots)
-    roles = [("jobmanager", jm_jvm, jm_dynamic, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint")]
-    roles += [(f"tm-{k}", tm_jvm, [*tm_dynamic, "-D", f"taskmanager.resource-id=tm-{k}"],
-               "org.apache.flink.runtime.taskexecutor.TaskManagerRunner") for k in range(1, taskmanagers + 1)]
+    _save(cluster)
     try:
+        lab = netlab.create(base, taskmanagers, network) if network is not None else None
+        if lab is None:
+            text = config_text(rest_port, free_port(), base, slots, jm_memory, tm_memory, extra)
+        else:
+            text = config_text(rest_port, free_port(lab.bridge_address), base, slots, jm_memory, tm_memory, extra,
+                               jm_address=lab.bridge_address, blob_port=free_port(lab.bridge_address))
+        (conf / "config.yaml").write_text(text)
+        (conf / "log4j.properties").write_text(LOG4J)
+        classpath = os.pathsep.join(_classpath(home))
+        jm_jvm, jm_dynamic = _resource_params(home, conf, classpath, "JM")
+        tm_jvm, tm_dynamic = _resource_params(home, conf, classpath, "TM")
+        roles = [("jobmanager", jm_jvm, jm_dynamic, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint")]
+        for k in range(1, taskmanagers + 1):
+            dynamic = [*tm_dynamic, "-D", f"taskmanager.resource-id=tm-{k}"]
+            if lab is not None:
+                address = lab.tm(f"tm-{k}").address
+                dynamic += ["-D", f"taskmanager.host={address}", "-D", f"taskmanager.bind-host={address}"]
+            roles.append((f"tm-{k}", tm_jvm, dynamic, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"))
         for name, jvm, dynamic, main in roles:
             cp, options = classpath, []
             if name == "jobmanager" and jar is not None:  # before flink-dist: our DefaultSlotAssigner is loaded
@@ -150,11 +220,17 @@ def start(base: str | Path, taskmanagers: int = 2, slots: int = 2, rest_port: in
             command = ["java", *JVM_OPTIONS, *jvm, *options, f"-Dlog.file={logs / (name + '.log')}",
                        f"-Dlog4j.configurationFile=file:{conf / 'log4j.properties'}",
                        "-cp", cp, main, "--configDir", str(conf), *dynamic]
+            if lab is not None and name != "jobmanager":  # its cgroup, then its namespace; the pid stays the JVM's
+                command = [*netlab.launch_prefix(lab, name), *command]
             with open(logs / f"{name}.out", "w") as out:
                 proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         start_new_session=True)
             cluster.pids[name] = proc.pid
-        _save(cluster)
+            _save(cluster)
+        if lab is not None:
+            cluster.cluster_file = str(base / CLUSTER_FILE)
+            document = netlab.cluster_document(lab, slots, ram_mb)
+            Path(cluster.cluster_file).write_text(yaml.safe_dump(document, sort_keys=False))
         deadline = time.time() + wait_s
         while True:
             dead = [name for name, pid in cluster.pids.items() if not _pid_alive(pid)]
@@ -163,6 +239,8 @@ def start(base: str | Path, taskmanagers: int = 2, slots: int = 2, rest_port: in
             try:
                 overview = _get(f"{cluster.url}/overview")
                 if overview.get("taskmanagers") == taskmanagers and overview.get("slots-total") == taskmanagers * slots:
+                    cluster.ready = True
+                    _save(cluster)
                     return cluster
             except (OSError, ValueError):
                 pass
@@ -185,7 +263,8 @@ def load(base: str | Path) -> LocalFlink:
     try:
         data = json.loads(path.read_text())
         return LocalFlink(data["url"], Path(data["base"]), Path(data["plans"]) if data["plans"] else None,
-                          {str(k): int(v) for k, v in data["pids"].items()}, int(data["taskmanagers"]), int(data["slots"]))
+                          {str(k): int(v) for k, v in data["pids"].items()}, int(data["taskmanagers"]), int(data["slots"]),
+                          bool(data.get("ready", True)), data.get("cluster_file"))
     except FileNotFoundError:
         raise InputError(f"{path}: no local Flink was started there (`streamsched flink-local start --dir ...`)") from None
     except (ValueError, KeyError, TypeError) as exc:
@@ -225,7 +304,13 @@ def _alive(cluster: LocalFlink) -> bool:
 
 def stop(base: str | Path, timeout_s: float = 20.0) -> list[str]:
     """End the process groups :func:`start` recorded in ``base`` (SIGTERM, then SIGKILL after
-    ``timeout_s``); the names of those that were running."""
+    ``timeout_s``) and remove its network lab (:func:`~streamsched.engines.flink.netlab.teardown`:
+    every process, namespace, link and cgroup of the lab, also where no record names them); the
+    names of the processes that were running and of what the lab removed."""
+    if not (Path(base).resolve() / STATE_FILE).exists():
+        removed = netlab.teardown(base)
+        if removed:
+            return removed
     cluster = load(base)
     stopped = []
     for name, pid in cluster.pids.items():
@@ -246,6 +331,7 @@ def stop(base: str | Path, timeout_s: float = 20.0) -> list[str]:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    stopped += netlab.teardown(cluster.base)
     (cluster.base / STATE_FILE).unlink(missing_ok=True)
     return stopped
 
@@ -274,7 +360,7 @@ class ExampleClient:
 
     def __init__(self, rest_port: int, logs: Path, rate: int = 2000, record_bytes: int = 500,
                  parallelism: int = 3, source_parallelism: int = 2, keys: int = 1000, name: str = EXAMPLE_NAME,
-                 extra: Mapping[str, str] = ()) -> None:
+                 extra: Mapping[str, str] = (), host: str = "127.0.0.1") -> None:
         if not (100 <= record_bytes <= 1_000_000) or rate < 1 or parallelism < 1 or source_parallelism < 1 or keys < 1:
             raise InputError("example job: --record-bytes 100..1000000, --rate, --parallelism, --keys >= 1")
         from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
@@ -291,7 +377,7 @@ class ExampleClient:
         try:
             jvm = self.gateway.jvm
             conf = jvm.org.apache.flink.configuration.Configuration()
-            for key, value in {"execution.target": "remote", "rest.address": "127.0.0.1", "rest.port": str(rest_port),
+            for key, value in {"execution.target": "remote", "rest.address": host, "rest.port": str(rest_port),
                                "pipeline.name": name, "parallelism.default": str(parallelism),
                                # checkpoints: a rescale restores the job's state from the last one
                                "execution.checkpointing.interval": "2 s", **dict(extra)}.items():
@@ -337,9 +423,16 @@ def wait_flowing(url: str, job_id: str, timeout_s: float = 90.0) -> None:
 
 
 def submit_example(url: str, logs: Path, **options) -> str:
-    """Build and submit the example job to the cluster at ``url`` (127.0.0.1); its JobID."""
-    port = int(url.rsplit(":", 1)[1].split("/")[0])
-    client = ExampleClient(port, logs, **options)
+    """Build and submit the example job to the Flink 2.3 cluster whose REST API is at ``url``
+    (e.g. ``http://127.0.0.1:8081``); its JobID."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 8081)
+    except ValueError:
+        raise InputError(f"--url {url!r}: not a REST URL with a valid port") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f"--url {url!r}: expected http://HOST:PORT")
+    client = ExampleClient(port, logs, host=parts.hostname, **options)
     try:
         return client.submit()
     finally:

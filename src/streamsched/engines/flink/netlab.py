@@ -364,14 +364,13 @@ def teardown(base: str | Path, timeout_s: float = 20.0) -> list[str]:
             break
     if pids:
         raise StreamschedError(f"network lab {prefix_of(base)}: processes {sorted(pids)} did not end")
-    for ns in netns:  # its veth ends (and their peers on the bridge) go with it
+    for name in links:  # a veth's end here takes its peer in the namespace with it
+        run = _run("ip", "link", "delete", name, check=False)
+        if run.returncode == 0 or "Cannot find device" in run.stderr:
+            removed.append(f"link {name}")
+    for ns in netns:
         _run("ip", "netns", "delete", ns)
         removed.append(f"netns {ns}")
-    still = {link["ifname"] for link in json.loads(_run("ip", "-j", "link", "show").stdout or "[]")}
-    for name in links:
-        if name in still:
-            _run("ip", "link", "delete", name)
-        removed.append(f"link {name}")
     for group in cgroups:
         for attempt in range(50):
             try:
@@ -384,6 +383,9 @@ def teardown(base: str | Path, timeout_s: float = 20.0) -> list[str]:
                     raise
                 time.sleep(0.1)
         removed.append(f"cgroup {group}")
+    left = _owned(base)
+    if any(left):
+        raise StreamschedError(f"network lab {prefix_of(base)}: could not remove {[*left[0], *left[1], *left[2]]}")
     (Path(base).resolve() / STATE_FILE).unlink(missing_ok=True)
     return removed
 
