@@ -3,6 +3,9 @@
 ``objective=contention`` instead minimises CAPSys's contention (the bottleneck node's compute,
 state and network cost, lexicographically or weighted) with :mod:`streamsched.solvers.contention`,
 under optional ceilings on each bottleneck and on the total network cost.
+``objective=throughput`` maximises the sustainable throughput under back-pressure
+(:mod:`streamsched.model.throughput`: the busiest CPU or link direction) with
+:mod:`streamsched.solvers.throughput`; ties go to fewer moved tasks (replan), then fewer remote bytes.
 
 Minimises inter-node traffic (eq. 3) subject to node capacity (eq. 4) and one node per task
 (eq. 5), and the co-location rule where one is stated (per-operator caps per node,
@@ -93,8 +96,11 @@ class OptimalScheduler(Scheduler):
         Param("memory_limit_mb", float, DEFAULT_MEMORY_LIMIT_MB,
               "above this estimated model size, a smaller model or local search alone", low=1.0),
         Param("warm_starts", bool, True, "start from the other cluster schedulers' placements"),
-        Param("objective", str, "traffic", "traffic, or contention (CAPSys's bottleneck compute, state, network)",
-              choices=("traffic", "contention")),
+        Param("objective", str, "traffic", "traffic, contention (CAPSys's bottleneck compute, state, network) "
+              "or throughput (busiest CPU or link direction, docs/model.md)",
+              choices=("traffic", "contention", "throughput")),
+        Param("net_cpu_per_record", float, 0.0, "throughput: cores per remote record/s at each end (network stack)",
+              low=0.0, high=1.0),
         Param("contention", str, "compute,state,network", "contention objective: an order of dimensions "
               "(lexicographic), weighted or network-total", choices=CONTENTION_OBJECTIVES),
         Param("contention_weights", str, "1,1,1", "weighted: weights of compute,state,network (each over CAPS's span)"),
@@ -109,6 +115,8 @@ class OptimalScheduler(Scheduler):
     def place(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int) -> Placement:
         if params["objective"] == "contention":
             return _contention(graph, cluster, params, seed)
+        if params["objective"] == "throughput":
+            return _throughput(graph, cluster, params, seed)
         return self._solve(graph, cluster, params, seed)
 
     replan_options = (Param("migration_cost", float, 1.0, "cost per moved task, in rate units", low=0.0),)
@@ -140,6 +148,8 @@ class OptimalScheduler(Scheduler):
                                        cost=inter_node_traffic(graph, placement), **dict(placement.metadata))
 
     def _solve(self, graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int, **constraints) -> Placement:
+        if params["objective"] == "throughput":
+            return _throughput(graph, cluster, params, seed, **constraints)
         started = time.perf_counter()
         starts: list[np.ndarray] = []
         report: dict[str, Any] = {}
@@ -207,6 +217,41 @@ def _contention(graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed
                                       time_limit=params["time_limit"] or None,
                                       work_limit=None if params["time_limit"] else params["work_limit"], seed=seed, workers=params["workers"],
                                       warm_start=params["warm_starts"])
+
+
+def _throughput(graph: TaskGraph, cluster: Cluster, params: dict[str, Any], seed: int,
+                current: np.ndarray | None = None, migration_cost: float = 0.0, **constraints) -> Placement:
+    """``objective=throughput``: :func:`streamsched.solvers.throughput.solve_throughput`; with
+    ``current`` (replan) moves break ties between plans of equal throughput (``migration_cost`` unused)."""
+    from streamsched.model.throughput import predict_throughput
+    from streamsched.solvers.throughput import TIE_TOLERANCE, solve_throughput
+
+    if constraints:
+        raise ParameterError(f"optimal: objective=throughput takes no {', '.join(sorted(constraints))}")
+    result = solve_throughput(
+        graph, cluster, net_cpu_per_record=params["net_cpu_per_record"], current=current,
+        max_items=cluster.slots * params["tasks_per_slot"] if params["tasks_per_slot"] else None,
+        memory=graph.memory_mb if params["respect_memory"] else None,
+        node_memory=np.array([n.ram_mb for n in cluster.nodes]) if params["respect_memory"] else None,
+        time_limit=params["time_limit"] or None, work_limit=None if params["time_limit"] else params["work_limit"],
+        seed=seed, workers=params["workers"])
+    if result.node_of is None:
+        limit = f"time_limit={params['time_limit']:g} s" if params["time_limit"] else f"work_limit={params['work_limit']:g}"
+        raise InfeasibleError(f"optimal: no placement of {graph.name!r} on {cluster.name!r} keeps the slot rule"
+                              + ("" if result.status == "infeasible" else f" found within {limit}"))
+    predicted = predict_throughput(graph, cluster, result.node_of, params["net_cpu_per_record"])
+    unbounded = lambda value: value if math.isfinite(value) else None  # noqa: E731 - JSON has no inf
+    metadata = {"status": result.status, "objective": "throughput", "bound": result.bound, "gap": result.gap,
+                "bound_source": "cp-sat (peak utilisation U; throughput = source rate / U)",
+                "peak_utilisation": result.peak, "predicted_throughput": unbounded(predicted.throughput),
+                "predicted_bottleneck": predicted.bottleneck,
+                "throughput_bound": unbounded(predicted.source_rate / result.bound if result.bound > 0 else math.inf),
+                "remote_bytes": result.remote_bytes, "tie_tolerance": TIE_TOLERANCE, "stages": result.stages,
+                "solver_time_s": result.wall_time_s}
+    if current is not None:
+        metadata["moved"] = result.moved
+    node_of = result.node_of
+    return Placement.build(node_of, np.where(cluster.slots[node_of] > 0, 0, NO_WORKER), metadata)
 
 
 def heuristic_placements(graph: TaskGraph, cluster: Cluster, seed: int,
