@@ -24,7 +24,7 @@ import pytest
 from streamsched.cli.spark_start import SPARK_COMMANDS
 
 #: Fixtures that start (or hold) a JVM; a test using one, even through another fixture, is ``spark``.
-JVM_FIXTURES = {"spark", "spark_small", "flink_cluster"}
+JVM_FIXTURES = {"spark", "spark_small", "flink_cluster", "flink_lab"}
 #: A Spark command as the first argument of the CLI: ``main(["ingest", ...])``, ``run(capsys, "watch", ...)``,
 #: ``[script, "ingest", ...]`` or ``[*CLI, "watch", ...]``.
 _SPARK_ARGV = re.compile(r"""(?:main\(\[|\brun\(\w+,\s*|\[\s*[\w.()*]+,\s*)["'](%s)["']""" % "|".join(SPARK_COMMANDS))
@@ -115,6 +115,41 @@ def flink_cluster(tmp_path_factory, flink_ports):
     plugin.build()
     base = tmp_path_factory.mktemp("flink")
     cluster = local.start(base, taskmanagers=2, slots=2, rest_port=flink_ports["rest"])
+    try:
+        yield cluster
+    finally:
+        local.stop(base)
+
+
+def lab_missing() -> str | None:
+    """Why the network lab cannot run here (not root, no iproute2, ...), or ``None``."""
+    from streamsched.engines.flink import netlab
+
+    try:
+        netlab.check_machine(cpu=False)
+    except netlab.LabError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture(scope="session")
+def flink_lab(tmp_path_factory):
+    """The one local Flink 2.3 in a network lab of the test session (tests marked ``slow``):
+    ``tm-1`` and ``tm-2`` (2 slots each) in network namespaces of their own behind 20 Mbit/s
+    links each direction, the plugin on the JobManager (:mod:`streamsched.engines.flink.netlab`);
+    stopped at the end of the session, also on failure."""
+    import shutil
+
+    if shutil.which("java") is None or shutil.which("javac") is None:
+        pytest.skip("Java (JDK 17) is missing: the live Flink tests need java and javac")
+    if lab_missing():
+        pytest.skip(lab_missing())
+    from streamsched.engines.flink import local, netlab, plugin
+
+    plugin.build()
+    base = tmp_path_factory.mktemp("flink-lab")
+    cluster = local.start(base, taskmanagers=2, slots=2, rest_port=local.free_port(),
+                          network=netlab.LabOptions(link_mbit=20))
     try:
         yield cluster
     finally:
