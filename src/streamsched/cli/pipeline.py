@@ -170,6 +170,8 @@ def watch(
     seed: int = typer.Option(0, "--seed"),
     load_unit: str = typer.Option(
         "tasks", "--load-unit", help="unit of the load rows: tasks, or cores (what collect storm-ui/flink write)"),
+    metrics_port: Optional[int] = typer.Option(
+        None, "--metrics-port", help="serve the loop's Prometheus metrics on 127.0.0.1:PORT/metrics (0: a free port)"),
     master: str = MasterOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -210,10 +212,24 @@ def watch(
     _resume(planner)
     check_writable(store, "--store")
     check_writable(out or store / "assignments", "--out")
+    metrics = None
+    if metrics_port is not None:
+        from streamsched.loop_metrics import LoopMetrics
+
+        metrics = LoopMetrics()
+        served = metrics.serve(metrics_port)
+        err_console.print(f"loop metrics at http://127.0.0.1:{served}/metrics", highlight=False)
     spark = _spark(master)
-    runner = Watch(spark, resolve_path(directory, master), resolve_path(store, master), planner, window_s=window,
+    runner = Watch(spark, resolve_path(directory, master), resolve_path(store, master),
+                   planner if metrics is None else metrics.observe(planner), window_s=window,
                    lateness_s=lateness, cluster_file=cluster_file, options=Options(load_unit=load_unit))
-    report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
+    if metrics is not None:
+        metrics.watch_rows(lambda: runner.run_counts)
+    try:
+        report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
+    finally:
+        if metrics is not None:
+            metrics.close()
     if report["files_changed_after_read"]:
         err_console.print(f"changed after they were read (not read again; write new files instead): "
                           f"{', '.join(report['files_changed_after_read'])}")
@@ -574,3 +590,63 @@ def collect_flink(
 
     _follow_rest(lambda deadline: FlinkCollector(url, out, job_id, http_timeout, deadline=deadline),
                  interval, once, timeout, as_json)
+
+
+@collect_app.command("prometheus")
+def collect_prometheus(
+    prometheus: str = typer.Option(..., "--prometheus", help="Prometheus server, e.g. http://prometheus:9090"),
+    job: str = typer.Option(..., "--job", help="the Flink job's id or name"),
+    out: Path = ChunksOutOpt,
+    since: Optional[str] = typer.Option(None, "--since", help="the range: the last DURATION (90s, 15m, 2h, 7d)"),
+    start: Optional[str] = typer.Option(None, "--start", help="the range's start: unix seconds or ISO 8601"),
+    end: Optional[str] = typer.Option(None, "--end", help="the range's end (default: now)"),
+    step: float = typer.Option(15.0, "--step", help="query_range resolution, s (at least the scrape interval)"),
+    interval: Optional[float] = typer.Option(
+        None, "--interval", help="seconds per chunk, a multiple of --step (default: 60 or the whole range if shorter)"),
+    flink_url: Optional[str] = typer.Option(
+        None, "--flink-url", help="JobManager or HistoryServer REST URL: the job's topology (vertices, ship strategies)"),
+    flink_dir: Optional[Path] = typer.Option(None, "--flink-dir", help="a saved read-engine flink-rest/ instead"),
+    max_series: int = typer.Option(5000, "--max-series", help="refuse a job with more series than this per counter"),
+    http_timeout: float = typer.Option(30.0, "--http-timeout", help="seconds to wait for each answer"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """A Flink job's per-subtask counters (Flink's Prometheus reporter) over a past range, from
+    Prometheus' query_range: the chunks collect flink writes (traffic-/load-prometheus-<job
+    id>-<seq>.csv, one per --interval), for ingest and watch. Counter resets (restarts,
+    rescales) are counted as Prometheus' rate() counts them and reported."""
+    import time as _time
+
+    from streamsched.engines.flink import from_prometheus as fp
+    from streamsched.pipeline.collect_prometheus import write_chunks
+
+    grid = _prometheus_range(since, start, end, step, _time.time())
+    if interval is None:
+        interval = min(60.0, grid.end - grid.start)
+        interval = max(step, math.floor(interval / step) * step)
+    api = fp.PrometheusApi(prometheus, http_timeout, max_series=max_series)
+    read = fp.read_range(api, job, grid, interval, flink_url=flink_url,
+                         flink_dir=str(flink_dir) if flink_dir is not None else None, timeout=http_timeout)
+    sides = write_chunks(read, out, api.url)
+    for side in sides:
+        for reset in side["resets"]:
+            err_console.print(f"counter reset: {reset['subtask']}: {reset['reason']}; counted {reset['counted']}",
+                              highlight=False)
+    report = {"job_id": read.job_id, "job_name": read.job_name, "chunks": len(sides), "series": read.series,
+              "resets": read.resets, "range": [grid.start, grid.end], "step": grid.step, "out": str(out),
+              "warnings": sorted({w for side in sides for w in side["warnings"]})}
+    emit(report, as_json, [f"job {read.job_id} ({read.job_name}): {len(sides)} chunks of {interval:g} s from "
+                           f"{grid.start:.0f} to {grid.end:.0f} into {out}; {read.series} series, "
+                           f"{read.resets} counter resets or restarts met"])
+
+
+def _prometheus_range(since: Optional[str], start: Optional[str], end: Optional[str], step: float, now: float):
+    """The query grid of ``--since`` or ``--start``/``--end`` (end default: now), aligned to ``--step``."""
+    from streamsched.engines.flink import from_prometheus as fp
+
+    if (since is None) == (start is None):
+        raise InputError("give the range as --since DURATION or as --start TIME [--end TIME]")
+    if not (math.isfinite(step) and step > 0):
+        raise InputError(f"--step: {step!r}; must be a positive number of seconds")
+    stop = fp.parse_time(end, "--end") if end is not None else math.floor(now / step) * step
+    begin = stop - fp.parse_duration(since, "--since") if since is not None else fp.parse_time(start, "--start")
+    return fp.TimeRange(begin, stop, step)
