@@ -630,7 +630,7 @@ def collect_prometheus(
     for side in sides:
         for reset in side["resets"]:
             err_console.print(f"counter reset: {reset['subtask']}: {reset['reason']}; counted {reset['counted']}",
-                              highlight=False)
+                              highlight=False, soft_wrap=True)
     report = {"job_id": read.job_id, "job_name": read.job_name, "chunks": len(sides), "series": read.series,
               "resets": read.resets, "range": [grid.start, grid.end], "step": grid.step, "out": str(out),
               "warnings": sorted({w for side in sides for w in side["warnings"]})}
