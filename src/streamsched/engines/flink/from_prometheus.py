@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlencode, urlsplit
 
@@ -397,12 +397,16 @@ def _intervals(job_id: str, documents: Mapping[str, Any], topology_from: str, co
                                    "reason": f"{counter} fell (attempt {s.attempt})", "counted": "since the reset"}))
     intervals = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        docs = _interval_documents(job_id, documents, job, cum, attempts, lo, hi, tm_ids, grid.step)
+        docs, missing = _interval_documents(job_id, documents, job, cum, attempts, lo, hi, tm_ids, grid.step)
         seconds = (hi - lo) * grid.step
         capture = Capture(job_id, (Snapshot(grid.time(lo), docs[0], topology_from),
                                    Snapshot(grid.time(hi), docs[1], topology_from)), topology_from, topology_from)
         reading = read_capture(capture, node_by=node_by)
         reading.report.update(rates_from="prometheus", window_s=seconds)
+        if missing:
+            reading = replace(reading, warnings=reading.warnings + (
+                f"no series in Prometheus for {len(missing)} counters of running subtasks (counted as unknown): "
+                f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}",))
         resets = [e for k, e in events if lo < k <= hi]
         intervals.append(Interval(grid.time(lo), grid.time(hi), reading, resets))
     met = sum(1 for _, e in events)
@@ -410,14 +414,15 @@ def _intervals(job_id: str, documents: Mapping[str, Any], topology_from: str, co
 
 
 def _interval_documents(job_id: str, documents: Mapping[str, Any], job: list, cum, attempts, lo: int, hi: int,
-                        tm_ids: Mapping[str, str], step: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(zero snapshot, counts snapshot) of the interval [lo, hi] in REST shape."""
+                        tm_ids: Mapping[str, str], step: float) -> tuple[tuple[dict[str, Any], dict[str, Any]], list[str]]:
+    """(zero snapshot, counts snapshot) of the interval [lo, hi] in REST shape, and the record
+    counters running subtasks have no series of (``name[i].counter``)."""
     key = f"jobs/{job_id}"
     seconds = (hi - lo) * step
     base: dict[str, Any] = {k: v for k, v in documents.items() if k in (f"{key}/plan", "taskmanagers", "overview")}
     base.setdefault("taskmanagers", {"taskmanagers": []})
     last = dict(base)
-    vertices = []
+    vertices, missing = [], []
     for vertex in job:
         vid = str(vertex.get("id"))
         alive = [s for (v, _i, _a), s in attempts.items() if v == vid and not np.isneginf(s.values[lo:hi + 1]).all()]
@@ -449,10 +454,12 @@ def _interval_documents(job_id: str, documents: Mapping[str, Any], job: list, cu
                 value = next((float(m["value"]) for m in counted if m["id"] == counter), None)
                 if value is not None:
                     counted.append({"id": meter, "value": repr(value / seconds)})
+            if current is not None:
+                missing += [f"{vertex.get('name')}[{index}].{c}" for c in RECORD_COUNTERS if c not in cum.get((vid, index), {})]
             mkey = f"{key}/vertices/{vid}/subtasks/{index}/metrics"
             base[mkey], last[mkey] = zero, counted
         base[f"{key}/vertices/{vid}"] = last[f"{key}/vertices/{vid}"] = {"id": vid, "subtasks": subtasks}
     job_doc = {"jid": job_id, "name": documents[key].get("name"), "state": "RUNNING",
                "duration": 1e12, "vertices": vertices}
     base[key] = last[key] = job_doc
-    return base, last
+    return (base, last), missing
