@@ -7,21 +7,25 @@ resource requirements (docs/engines.md, "Applying a placement to a running Flink
    TaskManager it names is registered, and no TaskManager needs more slots than it has (a slot
    holds at most one subtask of a vertex, so per slot sharing group a TaskManager needs as many
    slots as its most numerous vertex there).
-2. The plan is written where the plugin reads it (``<dir>/<job id>.json``, atomically).
-3. The job is made to take it: the plugin is asked only when the adaptive scheduler re-plans,
+2. The plan is taken relative to the running placement, both predicted from one reading of the
+   job: identical TaskManagers (same slots, CPU, memory, link capacities) are relabelled so
+   that the fewest subtasks move (:func:`relabel`), and the job is left alone when none would
+   move or the predicted gain is below a threshold (:func:`judge`, :data:`MIN_GAIN`).
+3. The plan is written where the plugin reads it (``<dir>/<job id>.json``, atomically).
+4. The job is made to take it: the plugin is asked only when the adaptive scheduler re-plans,
    and the scheduler re-plans a running job when a vertex's parallelism upper bound changes
    (``PUT /jobs/:jid/resource-requirements``; an identical body does nothing). So two rescales:
    one away from the job's parallelism and one back. The first also makes the job hold the
-   slots the plan needs: when it holds too few on a TaskManager, a vertex's upper bound is
-   raised to the slots the job holds plus the missing ones (the job keeps slots it was given,
-   also beyond its parallelism after an earlier apply); else a
-   vertex below the largest parallelism is lowered by one (the job's slot count stays). Each
-   rescale cancels the job and restores it from its last checkpoint, keeping its JobID and state.
-   This path needs nothing but REST; stop-with-savepoint and resubmission needs the job's
-   program and gives a new JobID (benchmarks/flink_placement.py measures both).
-4. It waits until every subtask runs, checks each subtask's TaskManager through REST, reads the
-   plugin's decision (``<job id>.status.json``), and measures the remote bytes after a settle
-   window (:func:`streamsched.engines.flink.capture_live`).
+   slots the plan needs: where it holds too few on a TaskManager it asks for every slot of the
+   cluster (:func:`slots_to_hold`; the unused ones go back after ``slot.idle.timeout``); else
+   a vertex below the largest parallelism is lowered by one (the job's slot count stays). Each
+   rescale cancels the job and restores it from its last checkpoint, keeping its JobID and
+   state. This path needs nothing but REST; stop-with-savepoint and resubmission needs the
+   job's program and gives a new JobID (benchmarks/flink_placement.py measures both).
+5. It waits until every subtask runs, checks each subtask's TaskManager through REST, reads the
+   plugin's decision (``<job id>.status.json``), and measures the job again after a settle
+   window (:func:`streamsched.engines.flink.capture_live`). A step that fails puts the job back
+   at its parallelism and placement (:func:`restore`), and the error says how that went.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote
 
+import numpy as np
+
 from streamsched import metrics
 from streamsched.engines.flink.documents import FlinkReading
 from streamsched.engines.flink.estimate import read_capture
@@ -45,7 +51,7 @@ from streamsched.engines.flink.plugin import PLAN_ENVIRONMENT, PLAN_PROPERTY
 from streamsched.engines.flink.rest import FlinkRest, capture_live
 from streamsched.errors import InputError, StreamschedError
 from streamsched.model.io import read_document
-from streamsched.model import Placement
+from streamsched.model import Cluster, Placement
 
 PLAN_FORMAT = "streamsched.flink-placement/1"
 #: What a Flink user controls through streamsched and what stays Flink's (printed by the commands).
@@ -84,21 +90,56 @@ class JobView:
     created: float
 
 
+#: ``apply``'s default threshold: a plan whose predicted gain over the running placement is below
+#: this fraction leaves the job alone (``apply flink --min-gain``, in percent).
+MIN_GAIN = 0.05
+
+
 @dataclass
 class ApplyResult:
+    """What ``apply`` did. Every figure before the move comes from one reading of the job
+    (``reading``, the window it names); ``after`` is the reading taken after the move."""
+
     job_id: str
-    plan_file: str
+    #: False: the job was left alone (``reason`` says why)
+    applied: bool
+    reason: str
+    #: what the gain is measured in: ``throughput`` (source records/s, where the cluster gives
+    #: link capacities) or ``remote bytes`` (bytes/s between TaskManagers)
+    basis: str
+    #: predicted gain of the plan over the running placement (fraction; higher is better)
+    gain: float
+    min_gain: float
+    #: the reading before: window (s), measured source records/s and remote bytes/s, and the
+    #: predictions of the running placement and of the plan from it
+    reading: dict[str, Any]
+    #: plan node -> node it was relabelled to (identical TaskManagers swapped to move less)
+    relabelled: dict[str, str]
     moved: list[dict[str, Any]]
-    rescales: list[dict[str, Any]]
-    downtime_s: float
-    predicted_remote_bytes_per_s: float
-    before_remote_bytes_per_s: float | None
-    measured_remote_bytes_per_s: float | None
-    plugin_status: dict[str, Any]
+    plan_file: str | None = None
+    rescales: list[dict[str, Any]] = field(default_factory=list)
+    downtime_s: float = 0.0
+    plugin_status: dict[str, Any] = field(default_factory=dict)
     held_slots: dict[str, int] = field(default_factory=dict)
+    #: the reading after the move (None when not applied)
+    after: dict[str, Any] | None = None
+
+    @property
+    def predicted_remote_bytes_per_s(self) -> float:
+        return self.reading["plan_predicted_remote_bytes_per_s"]
+
+    @property
+    def before_remote_bytes_per_s(self) -> float | None:
+        return self.reading["measured_remote_bytes_per_s"]
+
+    @property
+    def measured_remote_bytes_per_s(self) -> float | None:
+        return None if self.after is None else self.after["measured_remote_bytes_per_s"]
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "predicted_remote_bytes_per_s": self.predicted_remote_bytes_per_s,
+                "before_remote_bytes_per_s": self.before_remote_bytes_per_s,
+                "measured_remote_bytes_per_s": self.measured_remote_bytes_per_s}
 
 
 def send(rest: FlinkRest, method: str, path: str, body: Any = None) -> Any:
@@ -125,7 +166,8 @@ def job_view(rest: FlinkRest, job_id: str) -> JobView:
     job = rest.get(f"/jobs/{quote(job_id, safe='')}")
     vertices, where, statuses, attempts, since = [], {}, {}, {}, {}
     for v in job.get("vertices", []):
-        vertices.append({"id": v["id"], "name": v["name"], "parallelism": int(v["parallelism"])})
+        vertices.append({"id": v["id"], "name": v["name"], "parallelism": int(v["parallelism"]),
+                         "group": str(v.get("slotSharingGroupId") or "")})
         details = rest.get(f"/jobs/{quote(job_id, safe='')}/vertices/{v['id']}")
         subs = sorted(details.get("subtasks", []), key=lambda s: s["subtask"])
         where[v["id"]] = [s.get("taskmanager-id", "") for s in subs]
@@ -173,23 +215,29 @@ def plan_document(view: JobView, taskmanagers: dict[str, list[str]]) -> dict[str
             "vertices": {v["id"]: {"name": v["name"], "taskmanagers": taskmanagers[v["id"]]} for v in view.vertices}}
 
 
-def slots_needed(taskmanagers: dict[str, list[str]]) -> dict[str, int]:
-    """Slots each TaskManager needs for the plan (one slot sharing group, Flink's default: a
-    slot holds one subtask of each vertex): its most numerous vertex's subtask count."""
-    need: dict[str, int] = {}
-    for tms in taskmanagers.values():
+def slots_needed(taskmanagers: dict[str, list[str]], groups: dict[str, str] | None = None) -> dict[str, int]:
+    """Slots each TaskManager needs for the plan (vertex id -> TaskManager per subtask): a slot
+    holds at most one subtask of each vertex of its slot sharing group (``groups``: vertex id ->
+    group; default one group, Flink's default), so per group its most numerous vertex's subtask
+    count there, summed over the groups (as the plugin packs them)."""
+    most: dict[tuple[str, str], int] = {}
+    for vid, tms in taskmanagers.items():
+        group = (groups or {}).get(vid, "")
         for tm, n in Counter(tms).items():
-            need[tm] = max(need.get(tm, 0), n)
+            most[tm, group] = max(most.get((tm, group), 0), n)
+    need: dict[str, int] = {}
+    for (tm, _group), n in most.items():
+        need[tm] = need.get(tm, 0) + n
     return need
 
 
-def placement_targets(placement_file: str | Path, reading, view: JobView) -> tuple[dict[str, list[str]], Placement]:
-    """Per vertex id, the TaskManager of each subtask, from a streamsched placement file over the
-    job's graph; one-line errors for a placement of another job or cluster."""
+def read_plan(placement_file: str | Path, reading: FlinkReading, job_id: str) -> Placement:
+    """A streamsched placement file over the job's graph (as read); one-line errors for a
+    placement of another job or cluster."""
     data = read_document(placement_file)
     where = str(placement_file)
     if isinstance(data, dict) and data.get("graph") not in (None, reading.graph.name):
-        raise InputError(f"{where}: a placement of graph {data.get('graph')!r}, but job {view.job_id} is "
+        raise InputError(f"{where}: a placement of graph {data.get('graph')!r}, but job {job_id} is "
                          f"{reading.graph.name!r} (a plan for another job)")
     names = {n.name for n in reading.cluster.nodes}
     if isinstance(data, dict) and isinstance(data.get("nodes"), list) and isinstance(data.get("node"), list):
@@ -199,19 +247,119 @@ def placement_targets(placement_file: str | Path, reading, view: JobView) -> tup
             raise InputError(f"{where}: TaskManager {gone[0]} is not registered with the JobManager at "
                              f"{reading.report.get('url', 'the cluster')} (gone, or a plan for another cluster); "
                              f"registered: {', '.join(sorted(names))}")
-    placement = Placement.from_dict(data, reading.graph, reading.cluster, where=where)
-    out = {}
-    for v in reading.report["vertices"]:
-        first = v["first_task"]
-        out[v["id"]] = [reading.cluster.nodes[placement.node_of[first + i]].name for i in range(v["parallelism"])]
-    return out, placement
+    return Placement.from_dict(data, reading.graph, reading.cluster, where=where)
+
+
+def subtask_targets(reading: FlinkReading, placement: Placement) -> dict[str, list[str]]:
+    """Per vertex id, the TaskManager of each subtask under ``placement`` (over the reading's graph)."""
+    nodes = reading.cluster.nodes
+    return {v["id"]: [nodes[placement.node_of[v["first_task"] + i]].name for i in range(v["parallelism"])]
+            for v in reading.report["vertices"]}
+
+
+def identical_nodes(cluster: Cluster) -> list[list[int]]:
+    """Classes of interchangeable nodes (TaskManagers): the same slots, CPU (capacity and
+    cores), memory and link capacities in and out. Every placement keeps its predicted value
+    when nodes of one class trade their tasks."""
+    classes: dict[tuple, list[int]] = {}
+    for k, n in enumerate(cluster.nodes):
+        key = (n.task_slots, n.slots, n.capacity, n.cores, n.ghz, n.ram_mb, getattr(n, "net_in", None),
+               getattr(n, "net_out", None))
+        classes.setdefault(key, []).append(k)
+    return list(classes.values())
+
+
+def relabel(current: np.ndarray, plan: np.ndarray, classes: list[list[int]]) -> tuple[np.ndarray, dict[int, int]]:
+    """The plan with its nodes renamed within each class of identical nodes so that the fewest
+    tasks leave the node they run on: per class, the permutation maximising the tasks the plan
+    puts on a node that already runs them (an assignment problem, ``linear_sum_assignment``).
+    Returns the relabelled node of every task and the renaming (plan node -> node) where it
+    changes a node."""
+    from scipy.optimize import linear_sum_assignment
+
+    current, plan = np.asarray(current), np.asarray(plan)
+    out = plan.copy()
+    renamed: dict[int, int] = {}
+    for nodes in classes:
+        if len(nodes) < 2:
+            continue
+        # kept[a, b]: tasks the plan puts on nodes[a] that run on nodes[b] now
+        kept = np.array([[np.count_nonzero((plan == a) & (current == b)) for b in nodes] for a in nodes])
+        rows, cols = linear_sum_assignment(kept, maximize=True)
+        for a, b in zip(rows, cols):
+            out[plan == nodes[a]] = nodes[b]
+            if a != b:
+                renamed[nodes[a]] = nodes[b]
+    return out, renamed
+
+
+def moved_subtasks(vertices: list[dict[str, Any]], where: dict[str, list[str]],
+                   targets: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Subtasks whose TaskManager the plan changes: vertex name, subtask index, from, to."""
+    return [{"vertex": v["name"], "subtask": i, "from": where[v["id"]][i], "to": targets[v["id"]][i]}
+            for v in vertices for i in range(v["parallelism"]) if where[v["id"]][i] != targets[v["id"]][i]]
+
+
+def source_rate(reading: FlinkReading) -> float | None:
+    """Measured throughput: records/s out of the job's source vertices (those without inputs)."""
+    rates = [v["records_out_per_s"] for v in reading.report["vertices"] if not v["inputs"]]
+    return float(sum(rates)) if rates else None
+
+
+def judge(reading: FlinkReading, plan: Placement) -> tuple[str, float, dict[str, Any]]:
+    """The plan against the running placement, both predicted from one reading: the basis of
+    the gain, the gain (fraction, higher is better) and the reading's figures. By remote bytes
+    (the sum of bytes/s between TaskManagers, i-scheduler.txt eq. 3 over bytes): the cluster a
+    Flink reading gives carries no link capacities, so no throughput is predicted."""
+    running = metrics.inter_node_traffic(reading.graph, reading.placement, weight="bytes")
+    planned = metrics.inter_node_traffic(reading.graph, plan, weight="bytes")
+    figures = {
+        "job_id": reading.report.get("job_id"), "window_s": reading.report.get("window_s"),
+        "rates_from": reading.report.get("rates_from"),
+        "measured_throughput": source_rate(reading),
+        "measured_remote_bytes_per_s": reading.report["measured_per_s"].get("bytes_in_remote"),
+        "running_predicted_remote_bytes_per_s": running, "plan_predicted_remote_bytes_per_s": planned,
+        "running_predicted_throughput": None, "plan_predicted_throughput": None,
+    }
+    gain = (running - planned) / running if running > 0 else 0.0
+    return "remote bytes", gain, figures
+
+
+def slots_to_hold(parallelism: dict[str, int], held: dict[str, int], free: dict[str, int],
+                  need: dict[str, int], order: list[str]) -> dict[str, int]:
+    """The upper bounds of the first rescale (vertex id -> bound; ``order``: the vertex ids in
+    Flink's order). It must change a parallelism (else Flink does not re-plan), and where the
+    job holds fewer slots on a TaskManager than the plan needs there it asks for every slot of
+    the cluster (the job's and the free ones): the ResourceManager picks which TaskManagers
+    supply slots asked for, so only all of them are sure to include the named ones. Slots the
+    plan then leaves unused go back to the cluster after ``slot.idle.timeout`` (Flink's
+    ``DefaultDeclarativeSlotPool.releaseIdleSlots`` frees idle slots beyond the job's
+    requirement, the largest upper bound per slot sharing group)."""
+    short = {tm: n - held.get(tm, 0) for tm, n in need.items() if n > held.get(tm, 0)}
+    for tm, n in sorted(short.items()):
+        if n > free.get(tm, 0):
+            raise ApplyError(f"the plan needs {need[tm]} slots on TaskManager {tm}; the job holds "
+                             f"{held.get(tm, 0)} there and {free.get(tm, 0)} are free")
+    widest = max(order, key=lambda vid: parallelism[vid])  # the first of the widest
+    narrower = [vid for vid in order if 1 < parallelism[vid] < parallelism[widest]]
+    spare = sum(free.values())
+    if short:
+        return {widest: sum(held.values()) + spare}
+    if narrower:
+        return {narrower[0]: parallelism[narrower[0]] - 1}
+    if spare:
+        return {widest: parallelism[widest] + 1}
+    if parallelism[widest] > 1:
+        return {widest: parallelism[widest] - 1}
+    raise ApplyError("every vertex has parallelism 1 and the cluster no free slot; no rescale can make "
+                     "Flink re-plan the job")
 
 
 def _wait(rest: FlinkRest, job_id: str, before: JobView, parallelism: dict[str, int], timeout_s: float,
-          poll_s: float = 0.1) -> tuple[JobView, float]:
+          poll_s: float = 0.1, redeploy: bool = True) -> tuple[JobView, float]:
     """Until the job runs every subtask at ``parallelism`` in a new attempt (the rescale
-    redeployed them all): that view, and when the job was first seen stopped (else the new
-    execution graph's creation)."""
+    redeployed them all; any attempt without ``redeploy``): that view, and when the job was
+    first seen stopped (else the new execution graph's creation)."""
     down = None
     deadline = time.time() + timeout_s
     while True:
@@ -222,9 +370,9 @@ def _wait(rest: FlinkRest, job_id: str, before: JobView, parallelism: dict[str, 
         running = view.state == "RUNNING" and all(s == "RUNNING" for st in view.statuses.values() for s in st)
         if not running and down is None:
             down = now
-        redeployed = all(v["parallelism"] == parallelism[v["id"]] for v in view.vertices) and all(
+        redeployed = all(v["parallelism"] == parallelism[v["id"]] for v in view.vertices) and (not redeploy or all(
             i >= len(before.attempts.get(vid, [])) or a != before.attempts[vid][i]
-            for vid, tries in view.attempts.items() for i, a in enumerate(tries))
+            for vid, tries in view.attempts.items() for i, a in enumerate(tries)))
         if running and redeployed:
             return view, min(down if down is not None else view.created, view.created)
         if now > deadline:
@@ -233,10 +381,12 @@ def _wait(rest: FlinkRest, job_id: str, before: JobView, parallelism: dict[str, 
         time.sleep(poll_s)
 
 
-def rescale(rest: FlinkRest, job_id: str, upper: dict[str, int], timeout_s: float) -> dict[str, Any]:
-    """Set the vertices' parallelism upper bounds and wait for the job to run at them; the
-    rescale's times: PUT, stopped (first seen, else the new graph's creation), every subtask
-    RUNNING again (Flink's subtask state durations), and the downtime between the last two."""
+def rescale(rest: FlinkRest, job_id: str, upper: dict[str, int], timeout_s: float,
+            redeploy: bool = True) -> dict[str, Any]:
+    """Set the vertices' parallelism upper bounds and wait for the job to run at them
+    (``redeploy``: in new attempts; without, bounds the job already runs at); the rescale's
+    times: PUT, stopped (first seen, else the new graph's creation), every subtask RUNNING again
+    (Flink's subtask state durations), and the downtime between the last two."""
     path = f"/jobs/{quote(job_id, safe='')}/resource-requirements"
     requirements = rest.get(path)
     for vid, bound in upper.items():
@@ -245,7 +395,7 @@ def rescale(rest: FlinkRest, job_id: str, upper: dict[str, int], timeout_s: floa
     before = job_view(rest, job_id)
     put = time.time()
     send(rest, "PUT", path, requirements)
-    view, down = _wait(rest, job_id, before, upper, timeout_s)
+    view, down = _wait(rest, job_id, before, upper, timeout_s, redeploy=redeploy)
     up = max(t for ts in view.running_since.values() for t in ts)
     return {"upper_bounds": upper, "put": put, "down": down, "running": up, "downtime_s": max(0.0, up - down),
             "view": view}
@@ -262,15 +412,58 @@ def _status(location: str | None, job_id: str) -> dict[str, Any] | None:
         return None
 
 
+def _write_plan(location: str, view: JobView, taskmanagers: dict[str, list[str]]) -> Path:
+    plan_file = Path(location) / f"{view.job_id}.json"
+    temporary = plan_file.with_name(f".{plan_file.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(plan_document(view, taskmanagers), indent=1))
+    os.replace(temporary, plan_file)
+    return plan_file
+
+
+def restore(rest: FlinkRest, original: JobView, location: str, timeout_s: float) -> str:
+    """Put a job back as ``original`` shows it after a failed apply: a plan of its placement,
+    its parallelism as upper bounds (a rescale where they differ), and two more rescales where
+    it then runs elsewhere. Returns what became of it (one clause for the error)."""
+    job_id = original.job_id
+    parallelism = {v["id"]: v["parallelism"] for v in original.vertices}
+    try:
+        _write_plan(location, original, original.where)
+        path = f"/jobs/{quote(job_id, safe='')}/resource-requirements"
+        bounds = {vid: r["parallelism"]["upperBound"] for vid, r in rest.get(path).items()}
+        now = job_view(rest, job_id)
+        if bounds != parallelism:
+            at_original = all(v["parallelism"] == parallelism[v["id"]] for v in now.vertices)
+            now = rescale(rest, job_id, parallelism, timeout_s, redeploy=not at_original)["view"]
+        if now.where != original.where:
+            held, free = held_slots(rest, job_id)
+            away = slots_to_hold(parallelism, held, free, {}, [v["id"] for v in original.vertices])
+            rescale(rest, job_id, {**parallelism, **away}, timeout_s)
+            now = rescale(rest, job_id, parallelism, timeout_s)["view"]
+    except StreamschedError as exc:
+        return f"putting the job back failed too ({exc}); check its parallelism and placement"
+    off = moved_subtasks(original.vertices, now.where, original.where)
+    if off:
+        return (f"the job was put back to its parallelism, but {len(off)} subtasks run off its original "
+                f"placement (e.g. {off[0]['vertex']}[{off[0]['subtask']}] on {off[0]['from']})")
+    return "the job was put back as it was (parallelism and placement, checked per subtask)"
+
+
 def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_location: str | None = None,
           settle_s: float = 10.0, window_s: float = 10.0, timeout_s: float = 180.0,
-          log: Callable[[str], None] = lambda _m: None, before: FlinkReading | None = None) -> ApplyResult:
-    """Apply a streamsched placement to a running job (module docstring). ``plan_location``
-    defaults to the JobManager's ``-Dstreamsched.flink.placement``; it must be a directory this
-    process can write and the JobManager can read. ``before``: a reading of this job the caller
-    just took (the graph the placement was made for), so the job is not read twice."""
+          log: Callable[[str], None] = lambda _m: None, before: FlinkReading | None = None,
+          min_gain: float = MIN_GAIN) -> ApplyResult:
+    """Apply a streamsched placement to a running job (module docstring), or leave the job alone
+    when no subtask would move once identical TaskManagers are relabelled (:func:`relabel`) or
+    the predicted gain over the running placement is below ``min_gain`` (:func:`judge`).
+    ``plan_location`` defaults to the JobManager's ``-Dstreamsched.flink.placement``; it must be
+    a directory this process can write and the JobManager can read. ``before``: a reading of
+    this job the caller just took (the graph the placement was made for), so the job is not
+    read twice; it is read again when the job no longer runs where that reading saw it. A
+    failed step puts the job back as it was (:func:`restore`) and the error says so."""
     from streamsched.engines.flink.rest import running_job
 
+    if not (min_gain >= 0 and np.isfinite(min_gain)):
+        raise InputError(f"--min-gain: {min_gain!r}; must be a finite fraction >= 0")
     rest = FlinkRest(url)
     job_id = job_id or running_job(rest)
     if not JOB_ID.fullmatch(job_id):  # it names the plan and status files: never a path
@@ -284,78 +477,80 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
         raise ApplyError(f"the placement plugin is not installed on {rest.url}: no streamsched-flink-placement jar "
                          f"before flink-dist on the JobManager's class path (`streamsched flink-plugin path`)")
     if location is None:
-        raise InputError(f"{rest.url}: the JobManager has no -D{PLAN_PROPERTY}=PATH; give --plan-location "
+        raise InputError("the JobManager has no -Dstreamsched.flink.placement; give --plan-location "
                          f"(the path the JobManager reads through {PLAN_ENVIRONMENT})")
     if not Path(location).is_dir():
         raise InputError(f"--plan-location {location}: not a directory here (the JobManager's plan directory "
                          f"must be visible to this command)")
-    if before is None or before.report.get("job_id") != job_id:
+    if before is not None and (before.report.get("job_id") != job_id
+                               or subtask_targets(before, before.placement) != view.where):
+        before = None  # another job, or the job moved since: its figures would not be the running placement's
+    if before is None:
         log(f"reading job {job_id} ({view.name}) for {window_s:g} s")
         before = read_capture(capture_live(rest.url, job_id, window_s=window_s))
-    targets, placement = placement_targets(placement_file, before, view)
+    plan = read_plan(placement_file, before, job_id)
+    node_of, renamed = relabel(before.placement.node_of, plan.node_of, identical_nodes(before.cluster))
+    plan = Placement.build(node_of, metadata=plan.metadata)
+    names = [n.name for n in before.cluster.nodes]
+    targets = subtask_targets(before, plan)
     for v in view.vertices:
         if v["id"] not in targets:
             raise InputError(f"{placement_file}: job vertex {v['id']} ({v['name']}) is not in the placement")
-    need = slots_needed(targets)
+    moved = moved_subtasks(view.vertices, view.where, targets)
+    basis, gain, figures = judge(before, plan)
+    result = ApplyResult(job_id, False, "", basis, gain, min_gain, figures,
+                         {names[a]: names[b] for a, b in renamed.items()}, moved)
+    if not moved:
+        result.reason = ("the plan is the running placement" + (" with identical TaskManagers swapped" if renamed
+                                                                else "") + ": no subtask would move")
+        return result
+    if gain < min_gain:
+        result.reason = (f"predicted gain in {basis} {100 * gain:+.1f} % is below the threshold "
+                         f"({100 * min_gain:g} %, --min-gain); {len(moved)} subtasks would move")
+        return result
+    need = slots_needed(targets, {v["id"]: v["group"] for v in view.vertices})
     held, free = held_slots(rest, job_id)
     total = {tm: held.get(tm, 0) + free.get(tm, 0) for tm in set(held) | set(free)}
     for tm, n in sorted(need.items()):
         if n > total.get(tm, 0):
             raise InputError(f"{placement_file}: TaskManager {tm} would need {n} slots (a slot holds one subtask "
                              f"of a vertex), it has {total.get(tm, 0)} for this job (slot rule broken)")
-    predicted = metrics.inter_node_traffic(before.graph, placement, weight="bytes")
-    before_remote = before.report["measured_per_s"].get("bytes_in_remote")
     parallelism = {v["id"]: v["parallelism"] for v in view.vertices}
-    missing = sum(max(0, n - held.get(tm, 0)) for tm, n in need.items())
-    widest = max(view.vertices, key=lambda v: v["parallelism"])
-    narrower = [v for v in view.vertices if 1 < v["parallelism"] < widest["parallelism"]]
-    spare = sum(free.values())
-    if missing > spare:
-        raise ApplyError(f"the plan needs {missing} more slots for job {job_id}, the cluster has {spare} free")
-    if missing:  # the job keeps slots it was given beyond its parallelism: ask for that many more
-        first_step = {widest["id"]: max(widest["parallelism"], sum(held.values())) + missing}
-    elif narrower:
-        first_step = {narrower[0]["id"]: narrower[0]["parallelism"] - 1}
-    elif spare:
-        first_step = {widest["id"]: widest["parallelism"] + 1}
-    elif widest["parallelism"] > 1:
-        first_step = {widest["id"]: widest["parallelism"] - 1}
-    else:
-        raise ApplyError(f"job {job_id}: every vertex has parallelism 1 and the cluster no free slot; "
-                         "no rescale can make Flink re-plan it")
-    log(f"rescale 1/2 (job holds {sum(held.values())} slots, plan needs {sum(need.values())}): upper bounds "
-        f"{ {next(v['name'] for v in view.vertices if v['id'] == k): b for k, b in first_step.items()} }")
-    one = rescale(rest, job_id, {**parallelism, **first_step}, timeout_s)
-    held_now, _free = held_slots(rest, job_id)
-    short = {tm: n for tm, n in need.items() if held_now.get(tm, 0) < n}
-    if short:
-        raise ApplyError(f"job {job_id} holds {held_now} slots; the plan needs {need} (the ResourceManager gave "
-                         f"slots elsewhere); nothing was changed beyond the rescale")
-    plan_file = Path(location) / f"{job_id}.json"
-    temporary = plan_file.with_name(f".{plan_file.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(plan_document(view, targets), indent=1))
-    os.replace(temporary, plan_file)
-    log(f"plan written to {plan_file}; rescale 2/2 back to the job's parallelism")
-    two = rescale(rest, job_id, parallelism, timeout_s)
-    status = _status(location, job_id) or {}
-    if status.get("time_ms", 0) / 1000 < two["put"] - 1:
-        raise ApplyError(f"the placement plugin did not answer for job {job_id} (no fresh {job_id}.status.json in "
-                         f"{location}): is the plugin's jar on the JobManager's class path and "
-                         f"jobmanager.scheduler: adaptive set?")
-    if not status.get("applied"):
-        raise ApplyError(f"the placement plugin refused the plan, Flink's default placement runs: {status.get('reason')}")
-    after = job_view(rest, job_id)
-    wrong = [(v["name"], i, after.where[v["id"]][i], targets[v["id"]][i]) for v in after.vertices
-             for i in range(v["parallelism"]) if after.where[v["id"]][i] != targets[v["id"]][i]]
-    if wrong:
-        name, i, got, want = wrong[0]
-        raise ApplyError(f"placement not honoured: {len(wrong)} subtasks off plan, e.g. {name}[{i}] on {got}, "
-                         f"planned {want}")
-    moved = [{"vertex": v["name"], "subtask": i, "from": view.where[v["id"]][i], "to": targets[v["id"]][i]}
-             for v in view.vertices for i in range(v["parallelism"]) if view.where[v["id"]][i] != targets[v["id"]][i]]
+    first_step = slots_to_hold(parallelism, held, free, need, [v["id"] for v in view.vertices])
+    rescales: list[dict[str, Any]] = []
+    try:
+        log(f"rescale 1/2 (job holds {sum(held.values())} slots, plan needs {sum(need.values())}): upper bounds "
+            f"{ {next(v['name'] for v in view.vertices if v['id'] == k): b for k, b in first_step.items()} }")
+        rescales.append(rescale(rest, job_id, {**parallelism, **first_step}, timeout_s))
+        held_now, _free = held_slots(rest, job_id)
+        short = {tm: n for tm, n in need.items() if held_now.get(tm, 0) < n}
+        if short:
+            raise ApplyError(f"job {job_id} holds {held_now} slots; the plan needs {need} (the ResourceManager "
+                             f"gave slots elsewhere)")
+        plan_file = _write_plan(location, view, targets)
+        log(f"plan written to {plan_file}; rescale 2/2 back to the job's parallelism")
+        rescales.append(rescale(rest, job_id, parallelism, timeout_s))
+        status = _status(location, job_id) or {}
+        if status.get("time_ms", 0) / 1000 < rescales[-1]["put"] - 1:
+            raise ApplyError(f"the placement plugin did not answer for job {job_id} (no fresh {job_id}.status.json "
+                             f"in {location}): is the plugin's jar on the JobManager's class path and "
+                             f"jobmanager.scheduler: adaptive set?")
+        if not status.get("applied"):
+            raise ApplyError(f"the placement plugin refused the plan: {status.get('reason')}")
+        after = job_view(rest, job_id)
+        wrong = moved_subtasks(after.vertices, after.where, targets)
+        if wrong:
+            raise ApplyError(f"placement not honoured: {len(wrong)} subtasks off plan, e.g. {wrong[0]['vertex']}"
+                             f"[{wrong[0]['subtask']}] on {wrong[0]['from']}, planned {wrong[0]['to']}")
+    except StreamschedError as exc:
+        log(f"apply failed ({exc}); putting the job back as it was")
+        raise ApplyError(f"{exc}; {restore(rest, view, location, timeout_s)}") from None
+    result.applied, result.reason, result.plan_file = True, "applied and verified per subtask", str(plan_file)
+    result.rescales = [{k: v for k, v in r.items() if k != "view"} for r in rescales]
+    result.downtime_s = sum(r["downtime_s"] for r in rescales)
+    result.plugin_status, result.held_slots = status, held_now
     log(f"placement honoured; settling {settle_s:g} s, then measuring for {window_s:g} s")
     time.sleep(settle_s)
-    measured = read_capture(capture_live(rest.url, job_id, window_s=window_s)).report["measured_per_s"].get("bytes_in_remote")
-    rescales = [{k: v for k, v in r.items() if k != "view"} for r in (one, two)]
-    return ApplyResult(job_id, str(plan_file), moved, rescales, one["downtime_s"] + two["downtime_s"], predicted,
-                       before_remote, measured, status, held_now)
+    _basis, _gain, now = judge(read_capture(capture_live(rest.url, job_id, window_s=window_s)), plan)
+    result.after = {k: now[k] for k in ("window_s", "rates_from", "measured_throughput", "measured_remote_bytes_per_s")}
+    return result
