@@ -30,7 +30,10 @@ def save_capture(capture: Capture, directory: str | Path) -> Path:
             path = inside(root, f"{key}.json", f"{capture.url or capture.job_id}: answer {key!r}")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        entries.append({"dir": str(k), "time": snap.time})
+        entry = {"dir": str(k), "time": snap.time}
+        if snap.taskmanagers:
+            entry["taskmanagers"] = {tm: list(times) for tm, times in sorted(snap.taskmanagers.items())}
+        entries.append(entry)
     manifest = {"format": FORMAT, "url": capture.url, "job_id": capture.job_id, "snapshots": entries}
     (directory / CAPTURE_FILE).write_text(json.dumps(manifest, indent=1) + "\n")
     return directory
@@ -44,6 +47,19 @@ def _read_tree(root: Path) -> dict[str, Any]:
             continue
         documents[key] = read_document(path)
     return documents
+
+
+def _taskmanager_times(entry: Any, where: str) -> dict[str, tuple[float, float]]:
+    """``{"<TaskManager id>": [poll before, poll that saw its fresh answer], ...}`` (optional)."""
+    times = _get(entry, "taskmanagers", where, dict, required=False) or {}
+    out = {}
+    for tm, pair in times.items():
+        w = f"{where}.taskmanagers[{tm!r}]"
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair) or pair[0] > pair[1]):
+            raise InputError(f"{w}: expected [poll before, poll that saw the answer] (unix seconds, in order), got {pair!r}")
+        out[tm] = (float(pair[0]), float(pair[1]))
+    return out
 
 
 def load_capture(directory: str | Path) -> Capture:
@@ -66,7 +82,7 @@ def load_capture(directory: str | Path) -> Capture:
             root = directory / sub
             if not root.is_dir():
                 raise InputError(f"{ew}.dir: {root} is not a directory")
-            snapshots.append(Snapshot(float(when), _read_tree(root), str(root)))
+            snapshots.append(Snapshot(float(when), _read_tree(root), str(root), _taskmanager_times(entry, ew)))
         if not snapshots:
             raise InputError(f"{w}.snapshots: empty")
         url = manifest.get("url") if isinstance(manifest.get("url"), str) else None

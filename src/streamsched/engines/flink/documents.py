@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from streamsched.engines import MAX_COUNT
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster, Node
 from streamsched.model.placement import Placement
@@ -34,7 +35,12 @@ ALIASES = {
     "numBytesInLocalPerSecond": "Shuffle.Netty.Input.numBytesInLocalPerSecond",
     "numBytesInRemotePerSecond": "Shuffle.Netty.Input.numBytesInRemotePerSecond",
 }
-METRIC_NAMES = COUNTERS + METERS + tuple(ALIASES.values())
+#: Gauges that with ``accumulateBusyTimeMs`` make the subtask's own clock: Flink's
+#: ``TaskIOMetricGroup`` computes busy time as ``now - task start - idle - back-pressured`` (when
+#: positive), so the three add up to the milliseconds since the task started, read by the
+#: TaskManager when it answered the JobManager's metric fetch.
+CLOCK_GAUGES = ("accumulateIdleTimeMs", "accumulateBackPressuredTimeMs")
+METRIC_NAMES = COUNTERS + METERS + CLOCK_GAUGES + tuple(ALIASES.values())
 SHIP_STRATEGIES = ("FORWARD", "REBALANCE", "RESCALE", "HASH", "BROADCAST", "GLOBAL", "SHUFFLE", "CUSTOM")
 NODE_BY = ("taskmanager", "host")
 DEFAULT_FETCH_INTERVAL_S = 10.0
@@ -45,12 +51,16 @@ METER_SPAN_S = 65.0
 # ------------------------------------------------------------------------------- data
 @dataclass(frozen=True)
 class Snapshot:
-    """The REST documents of one consistent read, keyed by REST path (``jobs/<jid>/plan``),
-    and the time (unix seconds) the JobManager sampled the metrics they hold."""
+    """The REST documents of one read, keyed by REST path (``jobs/<jid>/plan``), and the time
+    (unix seconds) the JobManager's cache held the metrics they hold: ``taskmanagers`` gives,
+    per TaskManager, the poll before and the poll at which a fresh answer of that TaskManager
+    was seen (its subtasks' metrics come from that answer); a TaskManager it does not name was
+    sampled at ``time``."""
 
     time: float
     documents: Mapping[str, Any]
     where: str = "flink"  # the URL or directory the documents came from (error messages)
+    taskmanagers: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,26 +157,28 @@ def _get(obj: Any, key: str, where: str, kind: type | tuple[type, ...], required
 
 def _metric_value(raw: Any, where: str) -> float:
     """A metric value: Flink writes them as strings (``"12"``, ``"0.5"``, ``"NaN"``)."""
-    if isinstance(raw, bool):
-        raise InputError(f"{where}: expected a number, got {raw!r}")
-    if isinstance(raw, (int, float)):
-        return float(raw)
-    if isinstance(raw, str):
+    if isinstance(raw, (int, float, str)) and not isinstance(raw, bool):
         try:
-            return float(raw.strip())
-        except ValueError:
+            return float(raw.strip() if isinstance(raw, str) else raw)
+        except (ValueError, OverflowError):
             pass
     raise InputError(f"{where}: expected a number (as a string), got {raw!r}")
 
 
 def parse_metrics(doc: Any, where: str) -> dict[str, float]:
-    """``[{"id": name, "value": "1.5"}, ...]`` -> ``{name: 1.5}``; aliases fill missing names."""
+    """``[{"id": name, "value": "1.5"}, ...]`` -> ``{name: 1.5}``; aliases fill missing names. A
+    metric the reader uses (:data:`METRIC_NAMES`) may be NaN (Flink's "nothing to say"), not
+    infinite nor beyond 2^63 either way (``MAX_COUNT``: Flink's counters are Java longs)."""
     if not isinstance(doc, list):
         raise InputError(f"{where}: expected a list of {{id, value}}")
     out: dict[str, float] = {}
     for k, item in enumerate(doc):
         name = _get(item, "id", f"{where}[{k}]", str)
-        out[name] = _metric_value(_get(item, "value", f"{where}[{k}]", (str, int, float)), f"{where}[{k}].value ({name})")
+        raw = _get(item, "value", f"{where}[{k}]", (str, int, float))
+        out[name] = value = _metric_value(raw, f"{where}[{k}].value ({name})")
+        if name in METRIC_NAMES and abs(value) > MAX_COUNT:
+            raise InputError(f"{where}[{k}].value ({name}): {raw!r} is beyond 2^63 ({MAX_COUNT:.4g}): no Flink "
+                             f"counter is (a Java long)")
     for name, alias in ALIASES.items():
         if name not in out and alias in out:
             out[name] = out[alias]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from streamsched.engines.flink.documents import (
+    CLOCK_GAUGES,
     COUNTERS,
     METER_OF,
     METER_SPAN_S,
@@ -16,6 +18,7 @@ from streamsched.engines.flink.documents import (
     Capture,
     FlinkReading,
     JobState,
+    Snapshot,
     TaskManagerInfo,
     VertexInfo,
     _host_of,
@@ -30,24 +33,71 @@ from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.units import CORES
 
 
-def _rates(first: JobState, last: JobState, dt: float) -> tuple[dict[tuple[str, int], dict[str, float]], list[str]]:
-    """Per (vertex id, subtask) the rate of every counter: differences between the first and
-    the last snapshot when possible, else the last snapshot's meter."""
-    before = {(v.id, s.index): s for v in first.vertices for s in v.subtasks} if dt > 0 else {}
+@dataclass(frozen=True)
+class Window:
+    """One TaskManager's window: from the poll that saw one fresh answer of it in the
+    JobManager's cache (``start``) to the poll that saw a later one (``end``); its length
+    ``seconds`` by the TaskManager's own clock where its subtasks give one (``clock``
+    ``"taskmanager"``: exact however late the answers travelled), else ``end - start``
+    (``"polls"``); ``uncertainty_s``: how long before each poll the answers may have arrived."""
+
+    start: float
+    end: float
+    seconds: float
+    clock: str
+    uncertainty_s: float
+
+
+def _elapsed_ms(metrics: Mapping[str, float]) -> float:
+    """Milliseconds since the subtask's task started, as its TaskManager read them
+    (:data:`CLOCK_GAUGES`); NaN where Flink gives no busy time or clamped it at 0."""
+    busy = metrics.get("accumulateBusyTimeMs", math.nan)
+    parts = [busy] + [metrics.get(name, math.nan) for name in CLOCK_GAUGES]
+    return sum(parts) if busy > 0 and all(math.isfinite(x) for x in parts) else math.nan
+
+
+def _windows(first: JobState, last: JobState, snaps: tuple[Snapshot, Snapshot]) -> dict[str, Window]:
+    """Per TaskManager of ``last``: its window (:class:`Window`), its subtasks' clocks differenced
+    (the median over the subtasks of one attempt in both snapshots) or its polled times."""
+    before = {(v.id, s.index): s for v in first.vertices for s in v.subtasks}
+    ticks: dict[str, list[float]] = {}
+    for v in last.vertices:
+        for s in v.subtasks:
+            old = before.get((v.id, s.index))
+            if old is not None and old.attempt == s.attempt and old.taskmanager == s.taskmanager:
+                ticks.setdefault(s.taskmanager, []).append((_elapsed_ms(s.metrics) - _elapsed_ms(old.metrics)) / 1000.0)
+    out = {}
+    for tm in sorted({s.taskmanager for v in last.vertices for s in v.subtasks} | {t.id for t in last.taskmanagers}):
+        (b0, t0), (b1, t1) = (snap.taskmanagers.get(tm, (snap.time, snap.time)) for snap in snaps)
+        clocked = [x for x in ticks.get(tm, []) if x > 0]
+        seconds = float(np.median(clocked)) if clocked else t1 - t0
+        out[tm] = Window(t0, t1, seconds, "taskmanager" if clocked else "polls", max(t0 - b0, t1 - b1))
+    return out
+
+
+def _rates(first: JobState, last: JobState,
+           windows: Mapping[str, Window] | None) -> tuple[dict[tuple[str, int], dict[str, float]], list[str]]:
+    """Per (vertex id, subtask) the rate of every counter: its differences between the first
+    and the last snapshot over its TaskManager's window (``windows``; None: one snapshot) when
+    the subtask ran one attempt on one TaskManager throughout, else the last snapshot's meter."""
+    before = {(v.id, s.index): s for v in first.vertices for s in v.subtasks} if windows else {}
     out: dict[tuple[str, int], dict[str, float]] = {}
     from_meters: list[str] = []
     for v in last.vertices:
         for s in v.subtasks:
             old = before.get((v.id, s.index))
+            window = windows.get(s.taskmanager) if windows else None
+            same = (old is not None and window is not None and window.seconds > 0 and old.attempt == s.attempt
+                    and old.taskmanager == s.taskmanager)
             rates: dict[str, float] = {}
             for name in COUNTERS:
                 value = s.metrics.get(name, math.nan)
-                if (old is not None and old.attempt == s.attempt and math.isfinite(value)
+                if (same and math.isfinite(value)
                         and math.isfinite(old.metrics.get(name, math.nan)) and value >= old.metrics[name]):
-                    rates[name] = (value - old.metrics[name]) / dt
+                    rates[name] = (value - old.metrics[name]) / window.seconds
                 else:
                     rates[name] = s.metrics.get(METER_OF[name], math.nan)
-                    if dt > 0 and name in ("numRecordsIn", "numRecordsOut") and (old is None or old.attempt != s.attempt):
+                    if windows and name in ("numRecordsIn", "numRecordsOut") and not same:
                         from_meters.append(f"{v.name}[{s.index}]")
             for name in ("idleTimeMsPerSecond", "backPressuredTimeMsPerSecond"):
                 rates[name] = s.metrics.get(name, math.nan)
@@ -76,10 +126,18 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
     if [(v.id, v.parallelism) for v in first.vertices] != [(v.id, v.parallelism) for v in last.vertices]:
         warnings.append("the job's vertices or parallelism changed between the snapshots; the last ones are used")
         first, dt = last, 0.0
-    rates, from_meters = _rates(first, last, dt)
+    windows = _windows(first, last, (capture.snapshots[0], capture.snapshots[-1])) if dt > 0 else None
+    rates, from_meters = _rates(first, last, windows)
     if from_meters:
-        warnings.append(f"subtasks restarted during the window, their rates are Flink's 60 s meters: "
+        warnings.append(f"subtasks restarted or moved during the window, their rates are Flink's 60 s meters: "
                         f"{', '.join(from_meters[:5])}{' ...' if len(from_meters) > 5 else ''}")
+    hosting = sorted({s.taskmanager for v in last.vertices for s in v.subtasks if windows and s.taskmanager in windows})
+    if hosting:
+        dt = float(np.median([windows[tm].seconds for tm in hosting]))
+        short = [tm for tm in hosting if not windows[tm].seconds > 0]
+        if short:
+            raise InputError(f"{capture.where}: TaskManager {short[0]!r} has no window between the snapshots "
+                             f"(the same answer of it in both)")
     if dt <= 0 and last.duration_s < METER_SPAN_S:
         warnings.append(f"rates are Flink's 60 s meters and the job ran {last.duration_s:.0f} s: they understate "
                         f"(capture two snapshots, e.g. --window 10)")
@@ -135,6 +193,15 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
     profile = _contention_profile(vertices, operator_names, index, loads, bytes_out, offsets)
     graph = with_profile(graph, profile, f"{capture.where}: job {capture.job_id}")
     cluster, placement, tm_report = _placement(last, node_by, n, capture.job_id, warnings)
+    traffic = (("bytes_in_per_s", "numBytesIn"), ("bytes_in_remote_per_s", "numBytesInRemote"),
+               ("bytes_out_per_s", "numBytesOut"))
+    for row in tm_report.values():  # each TaskManager's own traffic: its subtasks' rates over its window
+        row.update({key: 0.0 for key, _ in traffic})
+    for v in vertices:
+        for s in v.subtasks:
+            for key, name in traffic if s.taskmanager in tm_report else ():
+                value = rates[(v.id, s.index)][name]
+                tm_report[s.taskmanager][key] += max(value, 0.0) if math.isfinite(value) else 0.0
     measured: dict[str, float | None] = {}
     for name in ("numBytesIn", "numBytesInLocal", "numBytesInRemote", "numRecordsIn", "numRecordsOut"):
         values = [rates[(v.id, i)][name] for v in vertices for i in range(v.parallelism)]
@@ -150,6 +217,10 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
         "snapshots": len(states),
         "rates_from": "counters" if dt > 0 else "meters",
         "window_s": dt,
+        "windows": {tm: {"start": windows[tm].start, "end": windows[tm].end, "seconds": windows[tm].seconds,
+                         "clock": windows[tm].clock, "uncertainty_s": windows[tm].uncertainty_s} for tm in hosting},
+        "windows_overlap_s": (max(0.0, min(windows[tm].end for tm in hosting) - max(windows[tm].start for tm in hosting))
+                              if hosting else None),
         "job_age_s": last.duration_s,
         "node_by": node_by,
         "vertices": [{"id": v.id, "name": name, "parallelism": v.parallelism, "first_task": int(offsets[k]),
