@@ -185,6 +185,7 @@ def _start(base: Path, taskmanagers: int, slots: int, rest_port: int, jm_memory:
         stop(base)  # a crashed start's or a dead cluster's leftovers
     if network is not None:
         network.check(taskmanagers)
+        netlab.check_machine(cpu=bool(network.cpu_quota))
         ram_mb = _megabytes(tm_memory)
     home = flink_home()
     jar = installed_jar() if plugin else None

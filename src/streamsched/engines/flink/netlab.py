@@ -234,6 +234,9 @@ def _shape(device: str, netns: str | None, mbit: float | None, delay_ms: float, 
     :data:`TBF_LATENCY`), ``netem`` delay/loss under it; without a rate only the ``netem``."""
     tc = ["tc", *(["-n", netns] if netns else [])]
     netem = ["netem", *(["delay", f"{delay_ms:g}ms"] if delay_ms else []), *(["loss", f"{loss_pct:g}%"] if loss_pct else [])]
+    if len(netem) > 1 and not _netem_known(tc, device):
+        raise LabError("network lab: --delay-ms/--loss-pct need the kernel's netem qdisc (sch_netem), "
+                       "which this kernel lacks")
     if mbit is not None:
         kbit = max(1, round(mbit * 1000))
         burst = max(32 * 1024, math.ceil(mbit * 1e6 / 8 * 0.004))
@@ -243,6 +246,15 @@ def _shape(device: str, netns: str | None, mbit: float | None, delay_ms: float, 
             _run(*tc, "qdisc", "add", "dev", device, "parent", "1:1", "handle", "10:", *netem)
     elif len(netem) > 1:
         _run(*tc, "qdisc", "replace", "dev", device, "root", "handle", "1:", *netem)
+
+
+def _netem_known(tc: list[str], device: str) -> bool:
+    """The kernel has ``netem``: tried as ``device``'s root qdisc (replaced by the shaping next)."""
+    run = _run(*tc, "qdisc", "replace", "dev", device, "root", "netem", "delay", "0ms", check=False)
+    if run.returncode != 0 and "unknown" in run.stderr.lower():
+        return False
+    _run(*tc, "qdisc", "del", "dev", device, "root", check=False)
+    return True
 
 
 def create(base: str | Path, taskmanagers: int, options: LabOptions) -> Lab:
