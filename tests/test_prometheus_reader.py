@@ -106,6 +106,7 @@ def test_a_reset_and_a_restart_counted_as_prometheus_counts_them(tmp_path, capsy
     raw1 = [float(v) for _, v in second["values"]]
     restarted = copy.deepcopy(second)
     restarted["metric"]["task_attempt_num"] = "1"
+    restarted["metric"]["task_attempt_id"] = restarted["metric"]["task_attempt_id"][:-1] + "1"
     restarted["values"] = [[t, repr(40.0 + (float(v) - raw1[4]))] for t, v in second["values"][4:]]
     second["values"] = second["values"][:3]
     _series_of(answers, "numRecordsIn").append(restarted)

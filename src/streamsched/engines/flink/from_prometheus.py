@@ -64,7 +64,7 @@ MAX_POINTS = 11000
 #: Default bound of the series of one counter of one job (``--max-series``).
 MAX_SERIES = 5000
 _INVALID = re.compile(r"[^a-zA-Z0-9:_]")
-_LABELS = ("task_id", "subtask_index", "task_attempt_num", "tm_id")
+_LABELS = ("task_id", "subtask_index", "task_attempt_id", "task_attempt_num", "tm_id")
 
 
 def label_value(text: str) -> str:
@@ -114,7 +114,8 @@ class PrometheusApi:
 
 @dataclass(frozen=True)
 class TimeRange:
-    """The grid ``start + k step``, k = 0 .. (end - start) / step."""
+    """The grid ``start + k step``, k = 0 .. (end - start) / step, in whole milliseconds (as
+    Prometheus reads times and steps)."""
 
     start: float
     end: float
@@ -124,6 +125,7 @@ class TimeRange:
         for name, value in (("--start", self.start), ("--end", self.end), ("--step", self.step)):
             if not math.isfinite(value):
                 raise InputError(f"{name}: {value!r}; must be finite")
+            object.__setattr__(self, name[2:], round(float(value), 3))
         if not self.step > 0:
             raise InputError(f"--step: {self.step!r}; must be > 0 s")
         if not self.end > self.start:
@@ -191,6 +193,7 @@ class Series:
 
     task_id: str
     subtask: int
+    attempt_id: str
     attempt: int
     taskmanager: str
     values: np.ndarray
@@ -220,9 +223,8 @@ def _series(result: list[dict[str, Any]], grid: TimeRange, where: str) -> list[S
             if not (isinstance(point, list) and len(point) == 2 and isinstance(point[0], (int, float))
                     and not isinstance(point[0], bool) and isinstance(point[1], str)):
                 raise InputError(f"{w}.values[{m}]: expected [time, \"value\"], got {str(point)[:80]}")
-            index = (point[0] - grid.start) / grid.step
-            slot = int(round(index))
-            if abs(index - slot) > 1e-6 or not 0 <= slot < grid.points:
+            slot = int(round((point[0] - grid.start) / grid.step))
+            if not 0 <= slot < grid.points or abs(point[0] - grid.time(slot)) > 0.0015:
                 raise InputError(f"{w}.values[{m}]: time {point[0]!r} is not a point of the asked grid")
             try:
                 values[slot] = float(point[1])
@@ -230,7 +232,8 @@ def _series(result: list[dict[str, Any]], grid: TimeRange, where: str) -> list[S
                 raise InputError(f"{w}.values[{m}]: {point[1][:40]!r} is not a number") from None
             present[slot] = True
         # absent points are -inf; NaN (Flink's NaN gauge: no busy time for sources) stays NaN
-        out.append(Series(labels["task_id"], subtask, attempt, labels["tm_id"], np.where(present, values, -np.inf)))
+        out.append(Series(labels["task_id"], subtask, labels["task_attempt_id"], attempt, labels["tm_id"],
+                          np.where(present, values, -np.inf)))
     return out
 
 
@@ -375,7 +378,7 @@ def _intervals(job_id: str, documents: Mapping[str, Any], topology_from: str, co
     # per (vertex, subtask): its series' cumulative counts per counter; per attempt one series
     # (its first counter's) tells where it ran and when it was there
     cum: dict[tuple[str, int], dict[str, list[np.ndarray]]] = {}
-    attempts: dict[tuple[str, int, int], Series] = {}
+    attempts: dict[tuple[str, int, str], Series] = {}
     events: list[tuple[int, dict[str, Any]]] = []
     names = {str(v.get("id")): str(v.get("name")) for v in job if isinstance(v, dict)}
     for counter, series in counts.items():
@@ -386,8 +389,8 @@ def _intervals(job_id: str, documents: Mapping[str, Any], topology_from: str, co
             cum.setdefault((s.task_id, s.subtask), {}).setdefault(counter, []).append(values)
             label = f"{names[s.task_id]}[{s.subtask}]"
             tm = tm_ids.get(s.taskmanager, s.taskmanager)
-            if (s.task_id, s.subtask, s.attempt) not in attempts:
-                attempts[(s.task_id, s.subtask, s.attempt)] = s
+            if (s.task_id, s.subtask, s.attempt_id) not in attempts:
+                attempts[(s.task_id, s.subtask, s.attempt_id)] = s
                 if started:
                     events.append((int(np.argmax(~np.isneginf(s.values))),
                                    {"subtask": label, "taskmanager": tm, "reason": f"attempt {s.attempt} started",
@@ -463,3 +466,30 @@ def _interval_documents(job_id: str, documents: Mapping[str, Any], job: list, cu
                "duration": 1e12, "vertices": vertices}
     base[key] = last[key] = job_doc
     return (base, last), missing
+
+
+def read(prometheus_url: str, window_s: float, step: float, url: str | None = None, job_id: str | None = None,
+         directory: str | None = None, node_by: str = "taskmanager", timeout: float = 60.0,
+         now: float | None = None) -> tuple[FlinkReading, PrometheusRead]:
+    """``read-engine flink --prometheus``: the job's rates over the last ``window_s`` seconds
+    (ending at the last ``step`` boundary) from Prometheus, its topology from the JobManager
+    (``url``; ``job_id`` defaults to the only running job) or a saved read (``directory``)."""
+    import time
+
+    from streamsched.engines.flink.rest import FlinkRest, running_job
+
+    if (url is None) == (directory is None):
+        raise InputError("give either --url URL [--job-id JID] (the job's JobManager) or --dir DIR (a saved read)")
+    if not (math.isfinite(window_s) and window_s > 0):
+        raise InputError(f"--window: {window_s!r}; with --prometheus it is the range read, > 0 s")
+    deadline = Deadline(timeout)
+    if directory is not None:
+        job_id = load_capture(directory).job_id
+    elif job_id is None:
+        job_id = running_job(FlinkRest(url, min(timeout, 10.0), deadline))
+    end = math.floor((time.time() if now is None else now) / step) * step
+    grid = TimeRange(end - window_s, end, step)
+    api = PrometheusApi(prometheus_url, min(timeout, 30.0), deadline)
+    result = read_range(api, job_id, grid, None, flink_url=url, flink_dir=directory, node_by=node_by,
+                        timeout=min(timeout, 10.0), deadline=deadline)
+    return result.intervals[-1].reading, result
