@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -268,3 +269,37 @@ def test_a_failed_rescale_puts_the_job_back_with_a_plan_of_its_placement(reading
     where = {v["id"]: [TM1 if reading.placement.node_of[v["first_task"] + i] == 0 else TM2
                        for i in range(v["parallelism"])] for v in reading.report["vertices"]}
     assert {vid: d["taskmanagers"] for vid, d in doc["vertices"].items()} == where
+
+
+def _busiest_link(reading, node_of, capacity: float) -> float:
+    """The busiest link direction's utilisation, edge by edge."""
+    g, load = reading.graph, {}
+    for s, d, b in zip(g.src, g.dst, g.bytes_rate):
+        if node_of[s] != node_of[d]:
+            load[node_of[s], "out"] = load.get((node_of[s], "out"), 0.0) + float(b)
+            load[node_of[d], "in"] = load.get((node_of[d], "in"), 0.0) + float(b)
+    return max(load.values()) / capacity
+
+
+def test_with_link_capacities_the_gain_is_in_predicted_throughput(reading, flink, tmp_path):
+    """Both TaskManagers behind 100 kB/s links each way and 64 cores (the links bind): the
+    throughput of a placement is the measured source rate over its busiest link direction's
+    utilisation (T2-T5), so the gain is the ratio of the busiest directions."""
+    capacity = 100_000.0
+    machines = Cluster("lab", tuple(replace(n, capacity=64.0, cores=64, net_in=capacity, net_out=capacity)
+                                    for n in reading.cluster.nodes), capacity_unit="cores")
+    node_of = reading.placement.node_of.copy()
+    first = {v["name"].split("[")[0]: v["first_task"] for v in reading.report["vertices"]}
+    node_of[first["Source: gen3"] + 1] = node_of[first["fanin: Writer"] + 1] = 1
+    plan = _write(reading, node_of, tmp_path / "plan.json")
+    result = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, machines=machines, min_gain=1.0)
+    now, then = _busiest_link(reading, reading.placement.node_of, capacity), _busiest_link(reading, node_of, capacity)
+    assert result.basis == "throughput" and not result.applied
+    assert result.gain == pytest.approx(now / then - 1)
+    r = result.reading
+    rate = r["running_predicted_throughput"] * now  # T5: throughput x busiest utilisation = the measured rate
+    assert rate == pytest.approx(r["plan_predicted_throughput"] * then) and rate > 4000
+    assert r["running_bottleneck"].startswith("link ")
+    with pytest.raises(InputError, match="no node '127.0.0.1:34055-b89534'"):
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading,
+                          machines=Cluster("other", (Node("x", 1.0),)))

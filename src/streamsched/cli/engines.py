@@ -269,6 +269,9 @@ def apply_flink(
     timeout: float = typer.Option(180.0, "--timeout", help="seconds to wait for each rescale"),
     min_gain: float = typer.Option(100 * MIN_GAIN, "--min-gain", help="percent: leave the job alone when the plan's "
                                    "predicted gain over the running placement is smaller"),
+    machines: Optional[Path] = typer.Option(None, "--cluster", help="cluster file naming every TaskManager with its "
+                                            "CPU and link capacities (e.g. flink-local's lab cluster.yaml): the "
+                                            "gain is then in predicted throughput"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Apply a placement to a running Flink 2.3 job (adaptive scheduler + streamsched's plugin):
@@ -280,7 +283,8 @@ def apply_flink(
 
     _note(flink_apply.CONTROL_NOTE)
     result = flink_apply.apply(url, placement, job_id=job_id, plan_location=plan_location, settle_s=settle,
-                               window_s=window, timeout_s=timeout, log=_note, min_gain=min_gain / 100)
+                               window_s=window, timeout_s=timeout, log=_note, min_gain=min_gain / 100,
+                               machines=None if machines is None else Cluster.load(machines))
     if as_json:
         print(json.dumps(finite_or_null(result.to_dict()), indent=1))
         return
@@ -302,7 +306,8 @@ def apply_lines(result: Any) -> list[str]:
              f"  predicted from that reading: running {_num(r['running_predicted_remote_bytes_per_s'])}, plan "
              f"{_num(r['plan_predicted_remote_bytes_per_s'])} bytes/s between TaskManagers; throughput running "
              f"{_num(r['running_predicted_throughput'])}, plan {_num(r['plan_predicted_throughput'])} records/s"
-             + ("" if r["plan_predicted_throughput"] is not None else " (no link capacities in the cluster read)"),
+             + (f" (bottlenecks: {r['running_bottleneck']}; {r['plan_bottleneck']})" if r["plan_bottleneck"] else
+                " (no link capacities in the cluster read; --cluster gives them)"),
              f"  predicted gain in {result.basis}: {100 * result.gain:+.1f} % (threshold {100 * result.min_gain:g} %)"]
     if result.relabelled:
         lines.append("  identical TaskManagers relabelled to move less: "

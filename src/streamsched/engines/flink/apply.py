@@ -31,13 +31,14 @@ resource requirements (docs/engines.md, "Applying a placement to a running Flink
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote
@@ -52,6 +53,7 @@ from streamsched.engines.flink.rest import FlinkRest, capture_live
 from streamsched.errors import InputError, StreamschedError
 from streamsched.model.io import read_document
 from streamsched.model import Cluster, Placement
+from streamsched.model.throughput import predict_throughput
 
 PLAN_FORMAT = "streamsched.flink-placement/1"
 #: What a Flink user controls through streamsched and what stays Flink's (printed by the commands).
@@ -263,8 +265,7 @@ def identical_nodes(cluster: Cluster) -> list[list[int]]:
     when nodes of one class trade their tasks."""
     classes: dict[tuple, list[int]] = {}
     for k, n in enumerate(cluster.nodes):
-        key = (n.task_slots, n.slots, n.capacity, n.cores, n.ghz, n.ram_mb, getattr(n, "net_in", None),
-               getattr(n, "net_out", None))
+        key = (n.task_slots, n.slots, n.capacity, n.cores, n.ghz, n.ram_mb, n.net_in, n.net_out)
         classes.setdefault(key, []).append(k)
     return list(classes.values())
 
@@ -300,27 +301,51 @@ def moved_subtasks(vertices: list[dict[str, Any]], where: dict[str, list[str]],
             for v in vertices for i in range(v["parallelism"]) if where[v["id"]][i] != targets[v["id"]][i]]
 
 
-def source_rate(reading: FlinkReading) -> float | None:
+def measured_source_rate(reading: FlinkReading) -> float | None:
     """Measured throughput: records/s out of the job's source vertices (those without inputs)."""
     rates = [v["records_out_per_s"] for v in reading.report["vertices"] if not v["inputs"]]
     return float(sum(rates)) if rates else None
 
 
+def with_machines(reading: FlinkReading, cluster: Cluster, where: str) -> FlinkReading:
+    """The reading with each TaskManager's CPU and link capacities from ``cluster`` (a cluster
+    file naming the TaskManagers, e.g. the one ``flink-local start`` writes for its lab)."""
+    given = {n.name: n for n in cluster.nodes}
+    missing = [n.name for n in reading.cluster.nodes if n.name not in given]
+    if missing:
+        raise InputError(f"{where}: no node {missing[0]!r}; it must describe every TaskManager of the job's "
+                         f"cluster ({', '.join(n.name for n in reading.cluster.nodes)})")
+    nodes = tuple(replace(n, capacity=given[n.name].capacity, cores=given[n.name].cores, net_in=given[n.name].net_in,
+                          net_out=given[n.name].net_out) for n in reading.cluster.nodes)
+    return replace(reading, cluster=replace(reading.cluster, nodes=nodes))
+
+
 def judge(reading: FlinkReading, plan: Placement) -> tuple[str, float, dict[str, Any]]:
     """The plan against the running placement, both predicted from one reading: the basis of
-    the gain, the gain (fraction, higher is better) and the reading's figures. By remote bytes
-    (the sum of bytes/s between TaskManagers, i-scheduler.txt eq. 3 over bytes): the cluster a
-    Flink reading gives carries no link capacities, so no throughput is predicted."""
+    the gain, the gain (fraction, higher is better) and the reading's figures. Where every
+    TaskManager's link capacities are known, by predicted throughput (source records/s at which
+    the first CPU or link direction saturates, :mod:`streamsched.model.throughput` T1-T5; an
+    overloaded running placement is predicted at what its overload allows); else by remote
+    bytes (bytes/s between TaskManagers, i-scheduler.txt eq. 3 over bytes)."""
     running = metrics.inter_node_traffic(reading.graph, reading.placement, weight="bytes")
     planned = metrics.inter_node_traffic(reading.graph, plan, weight="bytes")
+    links = reading.cluster.has_links
+    if links:
+        now = predict_throughput(reading.graph, reading.cluster, reading.placement.node_of)
+        then = predict_throughput(reading.graph, reading.cluster, plan.node_of)
     figures = {
         "job_id": reading.report.get("job_id"), "window_s": reading.report.get("window_s"),
         "rates_from": reading.report.get("rates_from"),
-        "measured_throughput": source_rate(reading),
+        "measured_throughput": measured_source_rate(reading),
         "measured_remote_bytes_per_s": reading.report["measured_per_s"].get("bytes_in_remote"),
         "running_predicted_remote_bytes_per_s": running, "plan_predicted_remote_bytes_per_s": planned,
-        "running_predicted_throughput": None, "plan_predicted_throughput": None,
+        "running_predicted_throughput": now.throughput if links else None,
+        "plan_predicted_throughput": then.throughput if links else None,
+        "running_bottleneck": now.bottleneck if links else None, "plan_bottleneck": then.bottleneck if links else None,
     }
+    if links:
+        gain = then.throughput / now.throughput - 1 if 0 < now.throughput < math.inf else 0.0
+        return "throughput", gain, figures
     gain = (running - planned) / running if running > 0 else 0.0
     return "remote bytes", gain, figures
 
@@ -451,15 +476,16 @@ def restore(rest: FlinkRest, original: JobView, location: str, timeout_s: float)
 def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_location: str | None = None,
           settle_s: float = 10.0, window_s: float = 10.0, timeout_s: float = 180.0,
           log: Callable[[str], None] = lambda _m: None, before: FlinkReading | None = None,
-          min_gain: float = MIN_GAIN) -> ApplyResult:
+          min_gain: float = MIN_GAIN, machines: Cluster | None = None) -> ApplyResult:
     """Apply a streamsched placement to a running job (module docstring), or leave the job alone
     when no subtask would move once identical TaskManagers are relabelled (:func:`relabel`) or
     the predicted gain over the running placement is below ``min_gain`` (:func:`judge`).
     ``plan_location`` defaults to the JobManager's ``-Dstreamsched.flink.placement``; it must be
     a directory this process can write and the JobManager can read. ``before``: a reading of
     this job the caller just took (the graph the placement was made for), so the job is not
-    read twice; it is read again when the job no longer runs where that reading saw it. A
-    failed step puts the job back as it was (:func:`restore`) and the error says so."""
+    read twice; it is read again when the job no longer runs where that reading saw it.
+    ``machines``: the TaskManagers' CPU and link capacities (:func:`with_machines`). A failed
+    step puts the job back as it was (:func:`restore`) and the error says so."""
     from streamsched.engines.flink.rest import running_job
 
     if not (min_gain >= 0 and np.isfinite(min_gain)):
@@ -488,6 +514,8 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
     if before is None:
         log(f"reading job {job_id} ({view.name}) for {window_s:g} s")
         before = read_capture(capture_live(rest.url, job_id, window_s=window_s))
+    if machines is not None:
+        before = with_machines(before, machines, f"cluster {machines.name!r}")
     plan = read_plan(placement_file, before, job_id)
     node_of, renamed = relabel(before.placement.node_of, plan.node_of, identical_nodes(before.cluster))
     plan = Placement.build(node_of, metadata=plan.metadata)
@@ -551,6 +579,7 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
     result.plugin_status, result.held_slots = status, held_now
     log(f"placement honoured; settling {settle_s:g} s, then measuring for {window_s:g} s")
     time.sleep(settle_s)
-    _basis, _gain, now = judge(read_capture(capture_live(rest.url, job_id, window_s=window_s)), plan)
+    later = read_capture(capture_live(rest.url, job_id, window_s=window_s))
+    _basis, _gain, now = judge(later if machines is None else with_machines(later, machines, machines.name), plan)
     result.after = {k: now[k] for k in ("window_s", "rates_from", "measured_throughput", "measured_remote_bytes_per_s")}
     return result
