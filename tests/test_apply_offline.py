@@ -303,3 +303,26 @@ def test_with_link_capacities_the_gain_is_in_predicted_throughput(reading, flink
     with pytest.raises(InputError, match="no node '127.0.0.1:34055-b89534'"):
         flink_apply.apply(flink.url, plan, job_id=JOB, before=reading,
                           machines=Cluster("other", (Node("x", 1.0),)))
+
+
+def test_the_demo_loop_says_what_apply_judged_and_measured(reading, flink, tmp_path):
+    """The demo's lines from ``apply``'s result: left alone (the reason, the reading's
+    measurements), and applied (source records/s and remote bytes before and after, the
+    prediction beside them)."""
+    from streamsched.cli.summaries import live_loop_lines
+    from streamsched.job import LiveLoop
+
+    plan = _write(reading, 1 - reading.placement.node_of, tmp_path / "swapped.json")
+    result = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading).to_dict()
+    loop = LiveLoop(JOB, tmp_path, tmp_path, 1.0, result["reading"]["exchanged_records_per_s"], None, "optimal",
+                    plan, result)
+    lines = live_loop_lines(loop)
+    assert lines[-1].startswith("flink: job left alone: the plan is the running placement with identical "
+                                "TaskManagers swapped: no subtask would move; measured 4,591 source records/s")
+    done = {**result, "applied": True, "moved": [{}], "downtime_s": 1.5, "rescales": [{}, {}],
+            "after": {**{k: result["reading"][k] for k in ("window_s", "rates_from", "exchanged_records_per_s")},
+                      "measured_throughput": 2 * result["reading"]["measured_throughput"],
+                      "measured_remote_bytes_per_s": 0.5 * result["reading"]["measured_remote_bytes_per_s"]}}
+    lines = live_loop_lines(LiveLoop(JOB, tmp_path, tmp_path, 1.0, 1.0, 1.0, "optimal", plan, done))
+    assert "source records/s: 4,591 before, 9,183 after (+100.0 %); predicted n/a (no link capacities" in lines[-2]
+    assert "155,635 before, 77,818 after (-50.0 %); predicted 155,445 -> 155,445" in lines[-1]

@@ -163,19 +163,22 @@ def run_demo(spark: Any, workload: str, cluster: Cluster, out: str | Path, names
 @dataclass(frozen=True)
 class LiveLoop:
     """The loop on a live Flink (:func:`run_flink_loop`): the job as read, the Spark snapshot of
-    its collected counters, the plan, and what ``apply`` measured before and after."""
+    its collected counters, the plan, and what ``apply`` judged, did and measured."""
 
     job_id: str
     read_dir: Path
     snapshot: Path
     #: records/s exchanged between subtasks: from the Spark snapshot, and read over REST before
-    #: and after the plan
+    #: and after the plan (None when the job was left alone)
     snapshot_rate: float
     rate_before: float
-    rate_after: float
+    rate_after: float | None
     scheduler: str
     plan: Path
-    #: ``apply``'s result: moved subtasks, downtime, remote bytes/s before, predicted, measured
+    #: ``apply``'s result (:class:`~streamsched.engines.flink.apply.ApplyResult`): whether it
+    #: applied the plan and why, the reading it judged on (measured source records/s and remote
+    #: bytes, the running placement and the plan predicted), moved subtasks, downtime, the
+    #: reading after
     applied: dict[str, Any]
 
     def summary(self) -> dict[str, Any]:
@@ -183,15 +186,18 @@ class LiveLoop:
 
 
 def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", taskmanagers: int = 2, slots: int = 2,
-                   rate: int = 4000, record_bytes: int = 1000, window_s: float = 10.0,
+                   rate: int = 4000, record_bytes: int = 1000, window_s: float = 10.0, min_gain: float | None = None,
                    log: Callable[[str], None] = lambda _m: None) -> LiveLoop:
     """Issue 26's loop on a local Flink 2.3 with the placement plugin: start the cluster
     (``out/flink``), run the example job (datagen -REBALANCE-> Calc -HASH-> aggregate), read it
     over REST (``out/flink-read``, a read-engine directory), collect its counters twice into
     chunks and ingest them on ``spark`` (``out/flink-store``: the same pair rates as the REST
     reading, from the pipeline), place the read graph with ``scheduler`` under Flink's slot rule,
-    apply the plan (two rescales, every subtask checked) and measure the inter-TaskManager
-    bytes and the records exchanged before and after. The cluster is stopped in every case."""
+    and hand the plan to ``apply``, which leaves the job alone when no subtask would move or the
+    predicted gain is below ``min_gain`` (``apply``'s threshold by default), else applies it (two
+    rescales, every subtask checked) and measures the job again: source records/s and bytes
+    between TaskManagers before and after, the prediction beside them. The cluster is stopped in
+    every case."""
     from streamsched.engines.flink import apply as flink_apply
     from streamsched.engines.flink import local
     from streamsched.engines.flink.rest import read
@@ -204,6 +210,7 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", task
     from streamsched.schedulers import get_scheduler
 
     out = Path(out)
+    min_gain = flink_apply.MIN_GAIN if min_gain is None else min_gain
     get_scheduler(scheduler).resolved_params()
     log(f"starting a local Flink: {taskmanagers} TaskManagers x {slots} slots, the placement plugin")
     cluster = local.start(out / "flink", taskmanagers=taskmanagers, slots=slots, rest_port=0)
@@ -226,10 +233,14 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", task
         placement = get_scheduler(scheduler).schedule(before.graph, before.cluster)
         plan = out / "flink-plan.json"
         placement.write(plan, before.graph, before.cluster)
-        log(f"applying {scheduler}'s placement")
-        applied = flink_apply.apply(cluster.url, plan, job_id=job_id, window_s=window_s, log=log, before=before)
-        after = read(url=cluster.url, job_id=job_id, window_s=window_s)
+        log(f"judging {scheduler}'s placement against the running one (threshold {100 * min_gain:g} %)")
+        applied = flink_apply.apply(cluster.url, plan, job_id=job_id, window_s=window_s, log=log, before=before,
+                                    min_gain=min_gain)
+        if not applied.applied:
+            log(f"job left alone: {applied.reason}")
     finally:
         local.stop(cluster.base)
-    return LiveLoop(job_id, out / "flink-read", snapshot, measured.total_rate, before.graph.total_rate,
-                    after.graph.total_rate, scheduler, plan, applied.to_dict())
+    result = applied.to_dict()
+    return LiveLoop(job_id, out / "flink-read", snapshot, measured.total_rate,
+                    result["reading"]["exchanged_records_per_s"],
+                    result["after"]["exchanged_records_per_s"] if result["after"] else None, scheduler, plan, result)

@@ -162,25 +162,37 @@ def remote_line(traffic: Mapping[str, float]) -> str:
             f"({pct(traffic['inter_node_traffic'], total)}), {num(traffic['inter_worker_traffic'])} cross workers")
 
 
+def _change(then: float | None, now: float | None) -> str:
+    return f" ({100.0 * (now - then) / then:+.1f} %)" if then and now is not None else ""
+
+
 def live_loop_lines(loop: Any) -> list[str]:
-    """``demo``'s live Flink part: the job read and ingested, the plan applied, what it changed."""
-    applied = loop.applied
-    moved = applied["moved"]
-    before, measured = applied["before_remote_bytes_per_s"], applied["measured_remote_bytes_per_s"]
-    change = (f" ({100.0 * (measured - before) / before:+.1f} %)" if before and measured is not None else "")
-    predicted = applied["predicted_remote_bytes_per_s"]
-    error = (f", {100.0 * (measured - predicted) / predicted:+.1f} % from the prediction"
-             if measured is not None and predicted else "")
-    return [
+    """``demo``'s live Flink part: the job read and ingested, the plan judged against the running
+    placement on that reading, applied or left alone, and what it measured after."""
+    applied, r = loop.applied, loop.applied["reading"]
+    after = applied["after"]
+    predicted_t = r["plan_predicted_throughput"]
+    lines = [
         f"flink: job {loop.job_id} read over REST ({loop.read_dir}): {num(loop.rate_before)} records/s between "
         f"subtasks; Spark's snapshot of the collector's next window: {num(loop.snapshot_rate)} records/s",
-        f"flink: {loop.scheduler}'s plan applied ({loop.plan}): {len(moved)} subtasks moved, downtime "
-        f"{applied['downtime_s']:.2f} s over {len(applied['rescales'])} rescales, every subtask checked on its "
-        "planned TaskManager",
-        f"flink: bytes/s between TaskManagers (numBytesInRemote): {num(before) if before else 'n/a'} before, "
-        f"{num(measured) if measured is not None else 'n/a'} after{change}; predicted {num(predicted)}{error}",
-        f"flink: records/s between subtasks: {num(loop.rate_before)} before, {num(loop.rate_after)} after "
-        "(the job's sources emit at a fixed rate: traffic moves, throughput stays)",
+        f"flink: {loop.scheduler}'s plan ({loop.plan}) against the running placement, one reading of "
+        f"{r['window_s']:.1f} s: predicted gain in {applied['basis']} {100 * applied['gain']:+.1f} % (threshold "
+        f"{100 * applied['min_gain']:g} %)",
+    ]
+    if not applied["applied"]:
+        return lines + [f"flink: job left alone: {applied['reason']}; measured {num(r['measured_throughput'])} source "
+                        f"records/s, {num(r['measured_remote_bytes_per_s'])} bytes/s between TaskManagers"]
+    return lines + [
+        f"flink: applied: {len(applied['moved'])} subtasks moved, downtime {applied['downtime_s']:.2f} s over "
+        f"{len(applied['rescales'])} rescales, every subtask checked on its planned TaskManager",
+        f"flink: source records/s: {num(r['measured_throughput'])} before, {num(after['measured_throughput'])} after"
+        f"{_change(r['measured_throughput'], after['measured_throughput'])}; predicted "
+        + (f"{num(r['running_predicted_throughput'])} -> {num(predicted_t)}" if predicted_t is not None else
+           "n/a (no link capacities: the job's sources emit at a fixed rate, traffic moves, throughput stays)"),
+        f"flink: bytes/s between TaskManagers (numBytesInRemote): {num(r['measured_remote_bytes_per_s'])} before, "
+        f"{num(after['measured_remote_bytes_per_s'])} after"
+        f"{_change(r['measured_remote_bytes_per_s'], after['measured_remote_bytes_per_s'])}; predicted "
+        f"{num(r['running_predicted_remote_bytes_per_s'])} -> {num(r['plan_predicted_remote_bytes_per_s'])}",
     ]
 
 

@@ -336,7 +336,7 @@ def judge(reading: FlinkReading, plan: Placement) -> tuple[str, float, dict[str,
     figures = {
         "job_id": reading.report.get("job_id"), "window_s": reading.report.get("window_s"),
         "rates_from": reading.report.get("rates_from"),
-        "measured_throughput": measured_source_rate(reading),
+        "measured_throughput": measured_source_rate(reading), "exchanged_records_per_s": reading.graph.total_rate,
         "measured_remote_bytes_per_s": reading.report["measured_per_s"].get("bytes_in_remote"),
         "running_predicted_remote_bytes_per_s": running, "plan_predicted_remote_bytes_per_s": planned,
         "running_predicted_throughput": now.throughput if links else None,
@@ -581,5 +581,6 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
     time.sleep(settle_s)
     later = read_capture(capture_live(rest.url, job_id, window_s=window_s))
     _basis, _gain, now = judge(later if machines is None else with_machines(later, machines, machines.name), plan)
-    result.after = {k: now[k] for k in ("window_s", "rates_from", "measured_throughput", "measured_remote_bytes_per_s")}
+    result.after = {k: now[k] for k in ("window_s", "rates_from", "measured_throughput", "measured_remote_bytes_per_s",
+                                        "exchanged_records_per_s")}
     return result
