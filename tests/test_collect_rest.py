@@ -11,6 +11,7 @@ import copy
 import csv
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -183,14 +184,15 @@ def test_a_kill_after_the_state_save_writes_each_chunk_once(storm_server, tmp_pa
 # ------------------------------------------------------------------------------ Flink
 @pytest.fixture()
 def flink_server():
-    """Serves the capture's snapshots; ``arm(docs)``: the next ``/jobs/<jid>`` answer is still
-    the old one, later ones ``docs`` (a metrics fetch of the JobManager, triggered by a poll)."""
+    """Serves the capture's snapshots; ``arm(docs)``: the JobManager's next metrics fetch (at
+    most one per 0.2 s, triggered by a poll of a TaskManager's signal, ``/taskmanagers/:id/metrics``,
+    which moves with every fetch) brings ``docs``."""
     capture = flink.load_capture(FLINK)
     job_key = f"jobs/{capture.job_id}"
     stale = copy.deepcopy(dict(capture.snapshots[0].documents))
     for vertex in stale[job_key]["vertices"]:
         vertex["metrics"] = {k: 0 for k in vertex["metrics"]}  # before the first fetch
-    state = {"docs": stale, "next": dict(capture.snapshots[0].documents)}
+    state = {"docs": stale, "next": dict(capture.snapshots[0].documents), "signal": 0, "fetched": 0.0}
 
     def answer(parts, query):
         key = "/".join(parts)
@@ -198,10 +200,13 @@ def flink_server():
             return [{"key": "metrics.fetcher.update-interval", "value": "2000"}]
         if key == "jobs/overview":
             return {"jobs": [{"jid": capture.job_id, "name": "streamsched-live", "state": "RUNNING"}]}
-        doc = state["docs"].get(key)
-        if key == job_key and state["next"] is not None:
-            state["docs"], state["next"] = state["next"], None
-        return doc
+        if len(parts) == 3 and parts[0] == "taskmanagers" and parts[2] == "metrics":
+            if time.monotonic() - state["fetched"] >= 0.2:
+                state["fetched"], state["signal"] = time.monotonic(), state["signal"] + 1
+                if state["next"] is not None:
+                    state["docs"], state["next"] = state["next"], None
+            return [{"id": "Status.JVM.CPU.Time", "value": str(state["signal"])}]
+        return state["docs"].get(key)
 
     server = doc_server(answer)
     server.capture = capture

@@ -11,6 +11,7 @@ import re
 import shutil
 import socket
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import pytest
@@ -303,59 +304,88 @@ def test_synthetic_odd_strategies_and_unplaced():
 
 # ------------------------------------------------------------------ live capture logic
 class FakeRest:
-    """A JobManager whose metric cache is refreshed on the n-th request of the job."""
+    """A JobManager on a fake clock (each request takes 10 ms): the capture's second snapshot,
+    and each TaskManager's signal (``/taskmanagers/:id/metrics``) taking a new value at the polls
+    of that TaskManager numbered in ``changes``; ``moves``: the vertex pages' requests at which
+    a subtask's attempt goes up (a restart)."""
 
     url = "http://fake:8081"
 
-    def __init__(self, capture, refresh_at=(2,), clock=None):
-        self.docs = dict(capture.snapshots[0].documents)
-        self.later = capture.snapshots[1].documents
-        self.job_key = f"jobs/{capture.job_id}"
-        self.job_calls = 0
-        self.refresh_at = set(refresh_at)
+    def __init__(self, capture, changes, moves=()):
+        self.docs = json.loads(json.dumps(dict(capture.snapshots[1].documents)))
+        self.changes, self.moves = changes, set(moves)
+        self.now, self.polls, self.log, self.vertex_calls = 100.0, {}, [], 0
         self.calls = []
 
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
     def get(self, path):
+        asked = self.now
+        self.now += 0.01
         key = path.lstrip("/").split("?", 1)[0]
         self.calls.append(key)
-        if key == self.job_key:
-            self.job_calls += 1
-            if self.job_calls in self.refresh_at:  # a fetch: the later counters, moved on a little
-                self.docs = dict(self.later)
-                job = json.loads(json.dumps(self.later[key]))
-                job["vertices"][0]["metrics"]["write-records"] += self.job_calls
-                self.docs[key] = job
-        return self.docs[key]
+        signal = re.fullmatch(r"taskmanagers/([^/]+)/metrics", key)
+        if signal:
+            tm = unquote(signal.group(1))
+            n = self.polls[tm] = self.polls.get(tm, 0) + 1
+            version = sum(1 for c in self.changes.get(tm, ()) if c <= n)
+            self.log.append((tm, n, asked, self.now))
+            return [{"id": "Status.JVM.CPU.Time", "value": str(version)}]
+        if re.fullmatch(r"jobs/[^/]+/vertices/[^/]+", key):
+            self.vertex_calls += 1
+            if self.vertex_calls in self.moves:
+                self.docs[key]["subtasks"][0]["attempt"] += 1
+        return json.loads(json.dumps(self.docs[key]))
+
+    def times(self, tm, n):
+        """(asked, answered) of poll ``n`` of ``tm``."""
+        return next((a, b) for t, k, a, b in self.log if t == tm and k == n)
 
 
-def test_take_snapshot_waits_for_a_fetch(capture):
-    ticks = iter(np.arange(100.0, 200.0, 0.5))
-    rest = FakeRest(capture, refresh_at=(3,))
-    snap = flink.take_snapshot(rest, capture.job_id, interval_s=2.0, poll_s=0.5,
-                               clock=lambda: float(next(ticks)), sleep=lambda s: None)
-    # polls at 100.0 (1st), 100.5 (2nd, unchanged), 101.0 (3rd, changed): the 2nd triggered it
-    assert snap.time == 100.5
-    assert snap.documents[f"jobs/{capture.job_id}"] == rest.docs[f"jobs/{capture.job_id}"]
-    assert sum(1 for c in rest.calls if c.endswith("/metrics")) == 23
+def _tms(capture):
+    return sorted({s["taskmanager-id"] for k, d in capture.snapshots[1].documents.items()
+                   if re.fullmatch(r"jobs/[^/]+/vertices/[^/]+", k) for s in d["subtasks"]})
 
 
-def test_take_snapshot_retries_when_the_cache_moves_and_idles_out(capture):
-    ticks = iter(np.arange(0.0, 100.0, 0.5))
-    # the cache changes at the 2nd request and again at the 3rd (the consistency check): read again
-    rest = FakeRest(capture, refresh_at=(2, 3))
-    snap = flink.take_snapshot(rest, capture.job_id, interval_s=1.0, poll_s=0.5,
-                               clock=lambda: float(next(ticks)), sleep=lambda s: None)
-    # 1st: seen, 2nd: changed (sampled), 3rd (the check after reading): changed again, so the
-    # read starts over and, with no further fetch, ends when the job idles out
-    assert rest.job_calls > 3
-    assert snap.documents[f"jobs/{capture.job_id}"] == rest.docs[f"jobs/{capture.job_id}"]
-    assert sum(1 for c in rest.calls if c.endswith("/metrics")) == 2 * 23
-    # an idle job: nothing changes; sampled at the poll that passed interval + 2 s
-    ticks = iter(np.arange(0.0, 100.0, 0.5))
-    idle = FakeRest(capture, refresh_at=())
-    snap = flink.take_snapshot(idle, capture.job_id, interval_s=1.0, poll_s=0.5,
-                               clock=lambda: float(next(ticks)), sleep=lambda s: None)
-    assert snap.time == 3.5
+def test_take_snapshot_waits_for_each_taskmanagers_fresh_answer(capture):
+    a, b = _tms(capture)
+    # a's answer is seen at its 3rd poll; b's at its 2nd and a newer one at the 3rd (the check
+    # after its subtasks were read): b's subtasks are read again, from that newer answer
+    rest = FakeRest(capture, {a: [3], b: [2, 3]})
+    snap = flink.take_snapshot(rest, capture.job_id, interval_s=2.0, poll_s=0.2, clock=rest.clock, sleep=rest.sleep)
+    assert snap.taskmanagers[a] == (rest.times(a, 2)[0], rest.times(a, 3)[1])
+    assert snap.taskmanagers[b] == (rest.times(b, 2)[0], rest.times(b, 3)[1])
+    assert snap.time == max(seen for _, seen in snap.taskmanagers.values())
+    subtasks = sum(1 for k in capture.snapshots[1].documents if k.endswith("/metrics"))
+    on_b = sum(1 for d in (v for k, v in capture.snapshots[1].documents.items()
+                           if re.fullmatch(r"jobs/[^/]+/vertices/[^/]+", k)) for s in d["subtasks"]
+               if s["taskmanager-id"] == b)
+    assert sum(1 for c in rest.calls if c.startswith("jobs/") and c.endswith("/metrics")) == subtasks + on_b
+    assert rest.polls == {a: 4, b: 4}
+    assert flink.parse_snapshot(snap.documents, capture.job_id, "x").vertices
+
+
+def test_take_snapshot_reads_again_when_subtasks_restart_and_names_a_silent_taskmanager(capture):
+    a, b = _tms(capture)
+    vertices = sum(1 for k in capture.snapshots[1].documents if re.fullmatch(r"jobs/[^/]+/vertices/[^/]+", k))
+    # a restart seen by the check after the first read: everything is read again
+    rest = FakeRest(capture, {a: [2, 6], b: [2, 6]}, moves={vertices + 1})
+    snap = flink.take_snapshot(rest, capture.job_id, interval_s=2.0, poll_s=0.2, clock=rest.clock, sleep=rest.sleep)
+    assert snap.taskmanagers[a] == (rest.times(a, 5)[0], rest.times(a, 6)[1])
+    # restarts at every check: three tries, then one line
+    rest = FakeRest(capture, {a: [2, 6, 10], b: [2, 6, 10]}, moves={vertices * k + vertices // 2 for k in range(1, 7)})
+    with pytest.raises(InputError, match="restarted or moved while they were read, three times"):
+        flink.take_snapshot(rest, capture.job_id, interval_s=2.0, poll_s=0.2, clock=rest.clock, sleep=rest.sleep)
+    # b never gives a fresh answer: waited for (0.5 s of real time), then named
+    rest = FakeRest(capture, {a: [2]})
+    with pytest.raises(InputError) as info:
+        flink.take_snapshot(rest, capture.job_id, interval_s=2.0, poll_s=0.2, clock=rest.clock, sleep=rest.sleep,
+                            wait_s=0.5)
+    assert f"TaskManager {b!r} did not move within 0.5 s" in str(info.value) and repr(a) not in str(info.value)
 
 
 # ------------------------------------------------------------------ bad input

@@ -101,10 +101,11 @@ def test_collect_storm_ui_trickling_page_ends_by_timeout(serve, tmp_path, capsys
 
 def _flink_answer(job_id_shown: str | None = None, config_interval: str | None = None,
                   other_job: str | None = None):
-    """The live-job capture's snapshot 0 then 1 (so the counters move at the second poll) at
-    the JobManager's REST paths; ``job_id_shown`` is what /jobs/overview calls the job,
-    ``config_interval`` the metric fetch interval /jobmanager/config gives, ``other_job`` the
-    jid /jobs/:jid answers with."""
+    """The live-job capture's snapshot 0 then 1 (a metrics fetch after the first poll of the
+    TaskManagers) at the JobManager's REST paths, each TaskManager's signal (``/taskmanagers/:id/metrics``)
+    moving with them (never, with ``config_interval``: no fetch comes); ``job_id_shown`` is
+    what /jobs/overview calls the job, ``config_interval`` the metric fetch interval
+    /jobmanager/config gives, ``other_job`` the jid /jobs/:jid answers with."""
     manifest = json.loads((FLINK / "capture.json").read_text())
     real = manifest["job_id"]
     shown = job_id_shown or real
@@ -120,13 +121,11 @@ def _flink_answer(job_id_shown: str | None = None, config_interval: str | None =
             if config_interval is None:
                 return 404, b'{"errors": ["not found"]}'
             return 200, json.dumps([{"key": "metrics.fetcher.update-interval", "value": config_interval}]).encode()
-        snap = snapshots[0]
-        if path == f"jobs/{real}":
+        fetched = polls["n"] > 2 and not config_interval  # after the first poll of both TaskManagers
+        if len(parts) == 3 and parts[0] == "taskmanagers" and parts[2] == "metrics":
             polls["n"] += 1
-            snap = snapshots[0] if polls["n"] == 1 or config_interval else snapshots[1]
-        elif polls["n"] > 1 and not config_interval:
-            snap = snapshots[1]
-        file = snap / f"{path}.json"
+            return 200, json.dumps([{"id": "Status.JVM.CPU.Time", "value": "2" if fetched else "1"}]).encode()
+        file = snapshots[1 if fetched else 0] / f"{path}.json"
         if not file.exists():
             return 404, b'{"errors": ["not found"]}'
         doc = json.loads(file.read_text())

@@ -382,7 +382,8 @@ class FlinkCollector(RestCollector):
         before = flink.Snapshot(previous["time"], previous["documents"], self.url)
         after = flink.Snapshot(current["time"], current["documents"], self.url)
         base, resets = flink_baseline(before, after, self.job_id)
-        reading = flink.read_capture(flink.Capture(self.job_id, (base, after), self.url, self.url))
+        reading = flink.read_capture(flink.Capture(self.job_id, (base, after), self.url, self.url),
+                                     own_windows=False)  # counts: rate x interval = difference
         document = {**reading.placement.to_dict(reading.graph, reading.cluster), "time": current["time"]}
         _write_atomic(self.out / f".running-{self.stem}.json", json.dumps(document, default=float).encode())
         return reading.graph, {"job_id": self.job_id, "resets": resets, "warnings": list(reading.warnings),

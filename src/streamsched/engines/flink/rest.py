@@ -83,56 +83,57 @@ def fetch_interval(rest: FlinkRest) -> float:
     return DEFAULT_FETCH_INTERVAL_S
 
 
-def _counters(job: Any) -> tuple:
-    """The job's per-vertex IO counters (``/jobs/:jid``), all from the JobManager's cache."""
-    out = []
-    for vertex in job.get("vertices", []) if isinstance(job, dict) else []:
-        metrics = vertex.get("metrics") or {}
-        out.append((vertex.get("id"), metrics.get("read-records"), metrics.get("write-records"),
-                    metrics.get("read-bytes"), metrics.get("write-bytes")))
-    return tuple(out)
+#: TaskManager metrics that move with every answer a TaskManager gives the JobManager's metric
+#: fetcher (its JVM's CPU time and heap in use): a change is the sign of a fresh answer.
+TM_SIGNAL = ("Status.JVM.CPU.Time", "Status.JVM.Memory.Heap.Used")
+
+
+def wait_limit(interval_s: float) -> float:
+    """Seconds a snapshot waits for every TaskManager's fresh answer (and at most the command's
+    deadline): three fetch intervals, at least 30 s (an answer over a saturated link may come a
+    whole interval late)."""
+    return max(30.0, 3.0 * interval_s)
 
 
 def take_snapshot(rest: FlinkRest, job_id: str, interval_s: float | None = None, poll_s: float = 0.2,
-                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> Snapshot:
-    """Every document of the job from one metric fetch of the JobManager, and the fetch time.
+                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                  wait_s: float | None = None) -> Snapshot:
+    """Every document of the job, each TaskManager's subtasks' metrics from one fresh answer of
+    that TaskManager to the JobManager's metric fetcher, and when each answer was seen.
 
-    Polls ``/jobs/:jid`` every ``poll_s`` until its counters change (the JobManager fetched
-    metrics, asked by the poll before: that poll's time is the sample time; an idle job whose
-    counters stay put for ``interval_s`` + 2 s is sampled at the last poll), then reads the
-    plan, vertices, every subtask's metrics and the TaskManagers, and checks that the counters
-    did not change meanwhile (else it starts over, at most three times).
+    Flink's ``MetricFetcherImpl`` asks every TaskManager's ``MetricQueryService`` for all its
+    metrics at most once per ``metrics.fetcher.update-interval`` (when a REST request comes);
+    each answer lands in the ``MetricStore`` on its own, as a whole, with no time in it, and
+    over a saturated link seconds or a whole interval after another TaskManager's. So the read
+    is per TaskManager: it polls the TaskManager's :data:`TM_SIGNAL` every ``poll_s`` until it
+    changes (a fresh answer arrived between that poll and the one before), reads the metrics of
+    the job's subtasks on it, and polls the signal again (changed: a newer answer, read again).
+    A TaskManager whose answer is late is waited for, up to ``wait_s`` (:func:`wait_limit`) and
+    the command's deadline (both in real time; ``clock`` stamps the samples); one that gives
+    none is named in the error. The job's subtasks
+    must run the same attempts on the same TaskManagers before and after (else it reads again,
+    at most three times).
     """
     interval_s = fetch_interval(rest) if interval_s is None else interval_s
-    job_path = f"/jobs/{quote(job_id, safe='')}"
-    where = f"{rest.url}{job_path}"
-    command = getattr(rest, "deadline", None)
+    wait_s = wait_limit(interval_s) if wait_s is None else wait_s
     for _attempt in range(3):
-        t_prev = clock()
-        seen = _counters(_check_job(rest.get(job_path), job_id, where))
-        deadline = t_prev + interval_s + 2.0
-        sample = None
-        while sample is None:
-            if command is not None and command.left() < poll_s:
-                raise InputError(f"{rest.url}: the job's counters did not move within {command.describe()} "
-                                 f"(metrics.fetcher.update-interval {interval_s:g} s)")
-            sleep(poll_s)
-            t_now = clock()
-            job = _check_job(rest.get(job_path), job_id, where)
-            if _counters(job) != seen:
-                sample = t_prev
-            elif t_now > deadline:
-                sample = t_now
-            t_prev = t_now
-        documents = _read_job(rest, job_id, job)
-        if _counters(rest.get(job_path)) == _counters(job):
-            return Snapshot(sample, documents, rest.url)
-    raise InputError(f"{rest.url}: the job's metrics changed while they were read, three times; "
-                     f"is metrics.fetcher.update-interval shorter than a read of the job ({interval_s:g} s)?")
+        documents, hosts = _job_documents(rest, job_id)
+        samples = _fresh_answers(rest, hosts, interval_s, poll_s, wait_s, clock, sleep)
+        if _where_subtasks_run(rest, documents) == _where_subtasks_run(None, documents):
+            times = {}
+            for tm, (before, seen, metrics) in samples.items():
+                documents.update(metrics)
+                times[tm] = (before, seen)
+            return Snapshot(max((seen for _, seen in times.values()), default=clock()), documents, rest.url, times)
+    raise InputError(f"{rest.url}: the job's subtasks restarted or moved while they were read, three times")
 
 
-def _read_job(rest: FlinkRest, job_id: str, job: Any) -> dict[str, Any]:
+def _job_documents(rest: FlinkRest, job_id: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The job's documents but its subtasks' metrics, and the metrics keys of the subtasks on
+    each TaskManager that ``/taskmanagers`` lists (a subtask on none has no metrics to read)."""
     key = f"jobs/{job_id}"
+    where = f"{rest.url}/{key}"
+    job = _check_job(rest.get(f"/{quote(key, safe='/')}"), job_id, where)
     documents: dict[str, Any] = {key: job}
     try:
         documents["overview"] = rest.get("/overview")
@@ -140,18 +141,83 @@ def _read_job(rest: FlinkRest, job_id: str, job: Any) -> dict[str, Any]:
         pass
     documents[f"{key}/plan"] = rest.get(f"/{quote(key, safe='/')}/plan")
     documents["taskmanagers"] = rest.get("/taskmanagers")
-    get = ",".join(METRIC_NAMES)
-    where = f"{rest.url}/{key}"
+    listed = _get(documents["taskmanagers"], "taskmanagers", f"{rest.url}/taskmanagers", list)
+    known = {tm.get("id") for tm in listed if isinstance(tm, dict)}
+    hosts: dict[str, list[str]] = {}
     for k, vertex in enumerate(_get(job, "vertices", where, list)):
         vid = _get(vertex, "id", f"{where}.vertices[{k}]", str)
         vkey = f"{key}/vertices/{vid}"
-        details = rest.get(f"/{quote(vkey, safe='/')}")
-        documents[vkey] = details
+        details = documents[vkey] = rest.get(f"/{quote(vkey, safe='/')}")
         for m, sub in enumerate(_get(details, "subtasks", f"{rest.url}/{vkey}", list)):
             index = _get(sub, "subtask", f"{rest.url}/{vkey}.subtasks[{m}]", int)
-            mkey = f"{vkey}/subtasks/{index}/metrics"
-            documents[mkey] = rest.get(f"/{quote(mkey, safe='/')}?get={get}")
-    return documents
+            tm = sub.get("taskmanager-id")
+            if isinstance(tm, str) and tm in known:
+                hosts.setdefault(tm, []).append(f"{vkey}/subtasks/{index}/metrics")
+    return documents, hosts
+
+
+def _where_subtasks_run(rest: FlinkRest | None, documents: dict[str, Any]) -> list:
+    """Each subtask's attempt and TaskManager, from the vertex pages in ``documents`` (``rest``
+    None) or read again from the JobManager."""
+    out = []
+    for vkey in sorted(k for k in documents if re.fullmatch(r"jobs/[^/]+/vertices/[^/]+", k)):
+        details = documents[vkey] if rest is None else rest.get(f"/{quote(vkey, safe='/')}")
+        subtasks = details.get("subtasks") if isinstance(details, dict) else None
+        out.append((vkey, [(s.get("subtask"), s.get("attempt"), s.get("taskmanager-id"))
+                           for s in subtasks if isinstance(s, dict)] if isinstance(subtasks, list) else None))
+    return out
+
+
+def _fresh_answers(rest: FlinkRest, hosts: dict[str, list[str]], interval_s: float, poll_s: float, wait_s: float,
+                   clock: Callable[[], float], sleep: Callable[[float], None]
+                   ) -> dict[str, tuple[float, float, dict[str, Any]]]:
+    """Per TaskManager of ``hosts``: the poll before and the poll that saw its fresh answer, and
+    its subtasks' metrics from that answer (:func:`take_snapshot`)."""
+    query = ",".join(METRIC_NAMES)
+    command = getattr(rest, "deadline", None)
+    end = time.monotonic() + wait_s  # limits in real time; ``clock`` stamps the samples
+
+    def signal(tm: str) -> tuple[float, float, tuple]:
+        asked = clock()
+        doc = rest.get(f"/taskmanagers/{quote(tm, safe='')}/metrics?get={','.join(TM_SIGNAL)}")
+        values = sorted((str(m.get("id")), str(m.get("value"))) for m in doc if isinstance(m, dict)) \
+            if isinstance(doc, list) else []
+        return asked, clock(), tuple(values)
+
+    def check_time(pending: list[str]) -> None:
+        by_command = command is not None and command.left() < poll_s
+        if by_command or time.monotonic() + poll_s > end:
+            limit = command.describe() if by_command else f"{wait_s:g} s"
+            others = f" (nor {', '.join(repr(tm[:80]) for tm in pending[1:4])}{' ...' if len(pending) > 4 else ''})" \
+                if len(pending) > 1 else ""
+            raise InputError(f"{rest.url}: the metrics of TaskManager {pending[0][:80]!r}{others} did not move within "
+                             f"{limit} (metrics.fetcher.update-interval {interval_s:g} s): its answers to the "
+                             f"JobManager's metric fetcher are late or lost")
+
+    last = {}
+    for tm in sorted(hosts):
+        asked, _, values = signal(tm)
+        last[tm] = (asked, values)
+    out: dict[str, tuple[float, float, dict[str, Any]]] = {}
+    while len(out) < len(hosts):
+        check_time([tm for tm in sorted(hosts) if tm not in out])
+        sleep(poll_s)
+        for tm in sorted(set(hosts) - set(out)):
+            asked, seen, values = signal(tm)
+            before, old = last[tm]
+            if not values or values == old:
+                last[tm] = (asked, old)
+                continue
+            while True:  # a fresh answer came after ``before``: its subtasks, unless a newer one comes meanwhile
+                metrics = {key: rest.get(f"/{quote(key, safe='/')}?get={query}") for key in hosts[tm]}
+                asked_again, seen_again, again = signal(tm)
+                if again == values:
+                    break
+                check_time([tm])
+                before, seen, values = asked, seen_again, again
+                asked = asked_again
+            out[tm] = (before, seen, metrics)
+    return out
 
 
 #: Seconds a whole live read may take by default (``read-engine flink --timeout``): the window,
