@@ -56,15 +56,17 @@ def _elapsed_ms(metrics: Mapping[str, float]) -> float:
     return sum(parts) if busy > 0 and all(math.isfinite(x) for x in parts) else math.nan
 
 
-def _windows(first: JobState, last: JobState, snaps: tuple[Snapshot, Snapshot]) -> dict[str, Window]:
+def _windows(first: JobState, last: JobState, snaps: tuple[Snapshot, Snapshot], clocks: bool = True
+             ) -> dict[str, Window]:
     """Per TaskManager of ``last``: its window (:class:`Window`), its subtasks' clocks differenced
-    (the median over the subtasks of one attempt in both snapshots) or its polled times."""
+    (the median over the subtasks of one attempt in both snapshots; ``clocks``) or its polled
+    times."""
     before = {(v.id, s.index): s for v in first.vertices for s in v.subtasks}
     ticks: dict[str, list[float]] = {}
     for v in last.vertices:
         for s in v.subtasks:
             old = before.get((v.id, s.index))
-            if old is not None and old.attempt == s.attempt and old.taskmanager == s.taskmanager:
+            if clocks and old is not None and old.attempt == s.attempt and old.taskmanager == s.taskmanager:
                 ticks.setdefault(s.taskmanager, []).append((_elapsed_ms(s.metrics) - _elapsed_ms(old.metrics)) / 1000.0)
     out = {}
     for tm in sorted({s.taskmanager for v in last.vertices for s in v.subtasks} | {t.id for t in last.taskmanagers}):
@@ -105,8 +107,12 @@ def _rates(first: JobState, last: JobState,
     return out, sorted(set(from_meters))
 
 
-def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading:
+def read_capture(capture: Capture, node_by: str = "taskmanager", own_windows: bool = True) -> FlinkReading:
     """Graph, current placement and observed cluster of the captured job.
+
+    ``own_windows``: each TaskManager's rates over its own window (:func:`_windows`), or (False)
+    every rate over the snapshots' times, so that a rate times the window is the counter's
+    difference (what a collector of counts needs).
 
     ``node_by``: ``taskmanager`` (default: one node per TaskManager, which is where Flink's
     local/remote distinction lies, capacity ``totalResource.cpuCores``) or ``host`` (one node
@@ -126,7 +132,10 @@ def read_capture(capture: Capture, node_by: str = "taskmanager") -> FlinkReading
     if [(v.id, v.parallelism) for v in first.vertices] != [(v.id, v.parallelism) for v in last.vertices]:
         warnings.append("the job's vertices or parallelism changed between the snapshots; the last ones are used")
         first, dt = last, 0.0
-    windows = _windows(first, last, (capture.snapshots[0], capture.snapshots[-1])) if dt > 0 else None
+    ends = (capture.snapshots[0], capture.snapshots[-1])
+    if not own_windows:
+        ends = tuple(Snapshot(snap.time, snap.documents, snap.where) for snap in ends)
+    windows = _windows(first, last, ends, own_windows) if dt > 0 else None
     rates, from_meters = _rates(first, last, windows)
     if from_meters:
         warnings.append(f"subtasks restarted or moved during the window, their rates are Flink's 60 s meters: "
