@@ -22,7 +22,7 @@ import pytest
 from conftest import lab_missing
 from streamsched.cli import main
 from streamsched.engines.flink import local, netlab
-from streamsched.errors import InputError
+from streamsched.model import Cluster
 
 pytestmark = pytest.mark.skipif(lab_missing() is not None, reason=str(lab_missing()))
 
@@ -187,17 +187,22 @@ def test_a_killed_lab_start_is_cleaned_by_the_next_start_and_by_stop(tmp_path):
 
 def test_cluster_file_of_the_lab(monkeypatch, tmp_path):
     """CPU: a quota, or an equal share of the cores the quotas leave; links in bytes/s of the
-    ``tc`` rate (10^6 bit/s per Mbit/s), none where a direction is unlimited."""
+    ``tc`` rate (10^6 bit/s per Mbit/s), unknown where a direction is unlimited; the written file
+    reads back as the same cluster."""
+    import yaml
+
     monkeypatch.setattr(netlab, "machine_cores", lambda: 2)
     lab = netlab.plan(tmp_path, 3, netlab.LabOptions(link_mbit=20, links={"tm-3": (None, 8)}, cpu_quota={"tm-1": 0.5}))
-    document = netlab.cluster_document(lab, slots=2, ram_mb=1280)
-    nodes = {n["name"]: n for n in document["nodes"]}
-    assert document["capacity_unit"] == "cores"
-    assert (nodes["tm-1"]["capacity"], nodes["tm-1"]["cores"]) == (0.5, 1)
-    assert (nodes["tm-2"]["capacity"], nodes["tm-2"]["cores"]) == (0.75, 1)  # (2 - 0.5) / 2
-    assert nodes["tm-2"]["net_in_bytes_s"] == nodes["tm-2"]["net_out_bytes_s"] == 2_500_000
-    assert "net_in_bytes_s" not in nodes["tm-3"] and nodes["tm-3"]["net_out_bytes_s"] == 1_000_000
-    assert nodes["tm-3"]["bandwidth_mbps"] == 8 and nodes["tm-1"]["task_slots"] == 2
+    machines = netlab.cluster_of(lab, slots=2, ram_mb=1280)
+    nodes = {n.name: n for n in machines.nodes}
+    assert machines.capacity_unit == "cores"
+    assert (nodes["tm-1"].capacity, nodes["tm-1"].cores) == (0.5, 1)
+    assert (nodes["tm-2"].capacity, nodes["tm-2"].cores) == (0.75, 1)  # (2 - 0.5) / 2
+    assert nodes["tm-2"].net_in == nodes["tm-2"].net_out == 2_500_000
+    assert nodes["tm-3"].net_in is None and nodes["tm-3"].net_out == 1_000_000 and not machines.has_links
+    assert nodes["tm-3"].bandwidth_mbps == 8 and nodes["tm-1"].task_slots == 2
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(machines.to_dict()))
+    assert Cluster.load(tmp_path / "cluster.yaml").fingerprint() == machines.fingerprint()
     assert leftovers(tmp_path) == []  # planning creates nothing
 
 
@@ -254,6 +259,9 @@ def test_example_job_exchange_crosses_the_taskmanagers_links(flink_lab):
     on tm-2's (TaskManager to TaskManager, not through the JobManager), the link is busy and no
     direction carries more than its 20 Mbit/s."""
     lab = netlab.load(flink_lab.base)
+    machines = Cluster.load(flink_lab.cluster_file)
+    assert [n.name for n in machines.nodes] == ["tm-1", "tm-2"] and machines.has_links
+    assert all(n.net_in == n.net_out == 20e6 / 8 and n.task_slots == 2 for n in machines.nodes)
     job_id = local.submit_example(flink_lab.url, flink_lab.logs, rate=20000, record_bytes=500)
     try:
         local.wait_flowing(flink_lab.url, job_id)

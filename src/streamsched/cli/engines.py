@@ -359,7 +359,7 @@ def local_start(
                                                "(NONE, SLOTS, MIN_RESOURCES, TASKS; used without a plan)"),
     no_plugin: bool = typer.Option(False, "--no-plugin", help="without streamsched's placement plugin"),
     link_mbit: Optional[float] = typer.Option(None, "--link-mbit", help="network lab: every TaskManager's link, "
-                                              "Mbit/s each direction (needs root; docs/engines.md)"),
+                                              "Mbit/s each direction (default: unlimited; needs root; docs/engines.md)"),
     link_mbit_tm: Optional[list[str]] = typer.Option(None, "--link-mbit-tm", help="network lab: tm-K=MBIT or "
                                                      "tm-K=IN/OUT for one TaskManager (repeatable)"),
     delay_ms: float = typer.Option(0.0, "--delay-ms", help="network lab: delay of each link direction (netem)"),

@@ -230,8 +230,8 @@ def _start(base: Path, taskmanagers: int, slots: int, rest_port: int, jm_memory:
             _save(cluster)
         if lab is not None:
             cluster.cluster_file = str(base / CLUSTER_FILE)
-            document = netlab.cluster_document(lab, slots, ram_mb)
-            Path(cluster.cluster_file).write_text(yaml.safe_dump(document, sort_keys=False))
+            machines = netlab.cluster_of(lab, slots, ram_mb)
+            Path(cluster.cluster_file).write_text(yaml.safe_dump(machines.to_dict(), sort_keys=False))
         deadline = time.time() + wait_s
         while True:
             dead = [name for name, pid in cluster.pids.items() if not _pid_alive(pid)]

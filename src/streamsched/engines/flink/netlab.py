@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Mapping
 
 from streamsched.errors import InputError, StreamschedError
+from streamsched.model.cluster import Cluster, Node
+from streamsched.model.units import CORES
 
 STATE_FILE = "netlab.json"
 #: Lab subnets are ``10.213.X.0/24``; X starts at a value from the directory's hash.
@@ -415,29 +417,23 @@ def _running(pid: int) -> bool:
 
 
 # --------------------------------------------------------------------------- reading the lab
-def cluster_document(lab: Lab, slots: int, ram_mb: float) -> dict:
+def cluster_of(lab: Lab, slots: int, ram_mb: float) -> Cluster:
     """The lab as a streamsched cluster (capacity in cores): one node per TaskManager with its
     CPU (its quota, or an equal share of the cores the quotas leave) and its link's capacity in
-    and out in bytes/s (``net_in_bytes_s``/``net_out_bytes_s``: the shaped rate of Ethernet frames;
-    absent where the link is unlimited; ``bandwidth_mbps`` the smaller direction)."""
+    and out in bytes/s (``net_in``/``net_out``: the shaped rate of Ethernet frames, 10^6/8 bytes/s
+    per Mbit/s; unknown where a direction is unlimited; ``bandwidth_mbps`` the smaller direction)."""
     cores = machine_cores()
-    quotas = [tm.cpu_quota for tm in lab.taskmanagers if tm.cpu_quota]
     free = [tm for tm in lab.taskmanagers if not tm.cpu_quota]
-    share = (cores - sum(quotas)) / len(free) if free else 0.0
+    share = (cores - sum(tm.cpu_quota or 0.0 for tm in lab.taskmanagers)) / len(free) if free else 0.0
     nodes = []
     for tm in lab.taskmanagers:
-        cpu = tm.cpu_quota or share
-        node = {"name": tm.name, "capacity": round(cpu, 6), "slots": 1, "cores": max(1, math.ceil(cpu)),
-                "ram_mb": float(ram_mb), "task_slots": slots}
+        cpu = round(tm.cpu_quota or share, 6)
         rates = [r for r in (tm.in_mbit, tm.out_mbit) if r is not None]
-        if rates:
-            node["bandwidth_mbps"] = float(min(rates))
-        if tm.in_mbit is not None:
-            node["net_in_bytes_s"] = tm.in_mbit * 1e6 / 8
-        if tm.out_mbit is not None:
-            node["net_out_bytes_s"] = tm.out_mbit * 1e6 / 8
-        nodes.append(node)
-    return {"name": f"flink-lab-{lab.prefix}", "capacity_unit": "cores", "nodes": nodes}
+        nodes.append(Node(name=tm.name, capacity=cpu, slots=1, cores=max(1, math.ceil(cpu)), ram_mb=float(ram_mb),
+                          task_slots=slots, bandwidth_mbps=float(min(rates)) if rates else Node.bandwidth_mbps,
+                          net_in=None if tm.in_mbit is None else tm.in_mbit * 1e6 / 8,
+                          net_out=None if tm.out_mbit is None else tm.out_mbit * 1e6 / 8))
+    return Cluster(name=f"flink-lab-{lab.prefix}", nodes=tuple(nodes), capacity_unit=CORES)
 
 
 def link_bytes(lab: Lab) -> dict[str, dict[str, int]]:
