@@ -17,16 +17,19 @@ What is read (field names as Flink 2.3 writes them; checked against a live clust
   ``slotsNumber``, ``hardware.cpuCores``, ``totalResource.cpuCores``,
   ``memoryConfiguration.totalProcessMemory``;
 - ``/overview`` (optional): ``flink-version``; ``/jobmanager/config`` (live only):
-  ``metrics.fetcher.update-interval``.
+  ``metrics.fetcher.update-interval``; ``/taskmanagers/:id/metrics`` (live only): the
+  TaskManager's ``Status.JVM`` CPU time and heap, the sign of its fresh answer.
 
 **Rates.** The JobManager answers metric requests from a cache that it refreshes at most every
-``metrics.fetcher.update-interval`` (default 10 s), and only when a request comes in. A live
-capture (:func:`capture_live`) therefore waits for a fresh fetch (it polls the job's counters
-until they change; the fetch was triggered by the poll before) and reads every document before
-the next fetch can happen (checked: the counters are unchanged at the end, else it reads again).
-Two such snapshots ``window_s`` apart give rates as counter differences over the fetch times
-(exact up to the poll interval). One snapshot gives Flink's meters (``...PerSecond``), which
-are 60 s moving averages: a job younger than about 65 s is understated (a warning says so).
+``metrics.fetcher.update-interval`` (default 10 s), and only when a request comes in; each
+TaskManager's answer to a fetch lands in it on its own, sometimes late. A live capture
+(:func:`capture_live`, :func:`take_snapshot`) therefore waits, per TaskManager, for a fresh
+answer (its own JVM metrics move), reads the metrics of the job's subtasks on it and checks
+that no newer answer came meanwhile. Two snapshots ``window_s`` apart give each TaskManager's
+rates as counter differences over its own window, measured by its own clock (busy + idle +
+back-pressured milliseconds of its tasks) where Flink gives one, else by the polls. One
+snapshot gives Flink's meters (``...PerSecond``), which are 60 s moving averages: a job younger
+than about 65 s is understated (a warning says so).
 
 **Saved layout** (:func:`save_capture`, :func:`load_capture`): a directory with
 ``capture.json`` (``{"format": "streamsched.flink-rest/1", "url", "job_id", "snapshots":
