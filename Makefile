@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast setup system bench clean
+.PHONY: demo test test-fast setup system bench clean mutate
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ test: setup
 # starts one unmarked fails here), well under 2 minutes.
 test-fast: setup
 	STREAMSCHED_TEST_TIER=fast $(BIN)/python -m pytest -q -n 2 -m "not spark and not slow"
+
+# Mutation testing of one module with the fast tests that exercise it (scripts/mutate.py maps them),
+# in a scratch copy, build/mutate-<module>, never the work tree: `make mutate MODULE=schedulers/caps.py`
+# (REV=HEAD: the committed tree). Ends with killed/total; docs/benchmarks.md has each module's score.
+mutate: $(STAMP)
+	$(BIN)/python scripts/mutate.py $(MODULE) $(if $(REV),--rev $(REV))
 
 bench: setup
 	$(BIN)/python benchmarks/bench_core.py
