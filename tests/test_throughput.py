@@ -172,3 +172,52 @@ def test_optimal_scheduler_throughput_metadata_and_identical_nodes_swapped_move_
     running = Placement.build([1, 0, 1, 0])
     again = get_scheduler("optimal", objective="throughput").replan(graph, cluster, running)
     assert again.metadata["moved"] == 0 and again.node_of.tolist() == [1, 0, 1, 0]
+
+
+# ------------------------------------------------------------------ ranking and verdict
+def test_compare_ranks_by_predicted_throughput_where_links_are_known():
+    from streamsched.evaluation.comparison import SORT_KEY, THROUGHPUT_SORT_KEY, rank_outcomes, run_schedulers
+    from streamsched.evaluation.verdict import verdict
+
+    graph, cluster = lab_graph(), lab_cluster()
+    outcomes = rank_outcomes(run_schedulers(graph, cluster, ["even", "i-scheduler", "optimal"]))
+    rows = [o.row for o in outcomes]
+    by_name = {r["scheduler"]: r for r in rows}
+    # i-scheduler cuts the fewest bytes (3,200 records/s, K1 alone) but sends them all into one node
+    assert by_name["i-scheduler"]["inter_node_traffic"] < by_name["optimal"]["inter_node_traffic"]
+    assert by_name["i-scheduler"]["predicted_throughput"] == pytest.approx(7800 / 1.28)
+    assert by_name["optimal"]["predicted_throughput"] == pytest.approx(7800 / 0.92)
+    assert by_name["optimal"]["objective"] == "throughput"  # optimal maximises throughput here by default
+    assert [r["scheduler"] for r in rows][-1] == "i-scheduler"
+    assert rows[0]["predicted_throughput"] >= rows[1]["predicted_throughput"] >= rows[2]["predicted_throughput"]
+    assert all("predicted_bottleneck" in r for r in rows)
+    decision = verdict(rows)
+    assert (decision["ranked_by"], decision["sort_key"], decision["model"]) == (
+        "predicted throughput", THROUGHPUT_SORT_KEY, "link-capacity")
+    assert decision["recommended"] == "optimal" and "records/s" in decision["text"]
+    # the same graph on a cluster without link capacities: by traffic, as before
+    plain = Cluster("plain", tuple(Node(n.name, n.capacity, slots=1, cores=2, task_slots=2) for n in cluster.nodes),
+                    capacity_unit="cores")
+    rows = [o.row for o in rank_outcomes(run_schedulers(graph, plain, ["even", "i-scheduler"]))]
+    assert rows[0]["scheduler"] == "i-scheduler" and not any("predicted_throughput" in r for r in rows)
+    assert verdict(rows)["sort_key"] == SORT_KEY and verdict(rows)["ranked_by"] == "inter-node traffic"
+
+
+def test_an_overloaded_running_placement_is_predicted_ranked_and_the_baseline():
+    from streamsched.evaluation.comparison import placement_row, rank
+    from streamsched.evaluation.verdict import verdict
+
+    graph, cluster = lab_graph(), lab_cluster()
+    running = Placement.build([0, 0, 0, 0], metadata={"engine": "flink", "current": True})  # 2.4 cores on 2
+    row = placement_row("current", graph, cluster, running)
+    assert row["valid"] is False and row["overloaded"] is True
+    assert row["predicted_throughput"] == pytest.approx(6500.0)  # what the overload allows: 7,800 / 1.2
+    assert row["predicted_bottleneck"] == "cpu of tm1"
+    better = placement_row("optimal", graph, cluster, Placement.build([0, 1, 0, 1]))
+    rows = rank([row, better])
+    assert [r["rank"] for r in rows] == [1, 2] and rows[1]["scheduler"] == "current"
+    decision = verdict(rows)
+    assert decision["baseline"] == "current"
+    assert decision["throughput_tps"]["current"] == pytest.approx(6500.0)
+    assert decision["throughput_tps"]["change_pct"] == pytest.approx(100 * (7800 / 0.92 / 6500 - 1))
+    assert decision["text"].startswith("verdict: use optimal: predicted throughput 8,478 records/s")  # +30.4 % > 25 %

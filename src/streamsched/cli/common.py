@@ -122,8 +122,13 @@ def print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: 
                "nodes_used": "nodes", "load_imbalance": "imbalance", "throughput_tps": "predicted",
                "bottleneck": "bottleneck", "wall_time_s": "time (s)", "status": "status",
                "bound": "bound", "gap": "gap"}
-    table = Table(*columns.values(), title=f"{task_graph.name} on {nodes.name} (seed {seed}); traffic and predicted "
-                                           f"throughput in tuples/s")
+    title = f"{task_graph.name} on {nodes.name} (seed {seed}); traffic and predicted throughput in tuples/s"
+    if decision.get("ranked_by") == "predicted throughput":  # the link-capacity model's figures instead
+        swap = {"throughput_tps": "predicted_throughput", "bottleneck": "predicted_bottleneck"}
+        columns = {swap.get(k, k): v for k, v in columns.items()}
+        title = (f"{task_graph.name} on {nodes.name} (seed {seed}); traffic in tuples/s, predicted throughput "
+                 f"in records/s at the sources")
+    table = Table(*columns.values(), title=title)
     for row in rows:
         cells = [cell(row.get(c, "")) for c in columns]
         if row.get("scheduler") in decision.get("tie", ()):
@@ -140,9 +145,10 @@ def print_compare_table(task_graph: TaskGraph, nodes: Cluster, seed: int, rows: 
         if row.get("status") == "skipped":
             err_console.print(f"{row['scheduler']}: skipped: {row['reason']}", highlight=False)
     if decision["model"] is None:
-        console.print(f"ranked by {SORT_KEY}; {decision['model_error_source']}", highlight=False, soft_wrap=True)
+        console.print(f"ranked by {decision.get('sort_key', SORT_KEY)}; {decision['model_error_source']}",
+                      highlight=False, soft_wrap=True)
     else:
-        console.print(f"ranked by {SORT_KEY}; throughput predicted by model {decision['model']!r} "
+        console.print(f"ranked by {decision.get('sort_key', SORT_KEY)}; throughput predicted by model {decision['model']!r} "
                       f"(error ±{decision['model_error_pct']:.0f} %, {decision['model_error_source']})",
                       highlight=False, soft_wrap=True)
     console.print(decision["text"], highlight=False, markup=False, soft_wrap=True)

@@ -10,7 +10,10 @@ A scheduler that fails keeps the others' rows: ``InfeasibleError`` gives a row w
 status ``error``; both carry the one-line reason in ``error``. Bad input (``InputError``, e.g. a
 parameter outside its domain) still stops the comparison: it is the caller's to fix.
 
-:func:`rank` orders the rows by :data:`SORT_KEY` and marks the first placement ``best``.
+:func:`rank` orders the rows by :data:`SORT_KEY` (inter-node traffic) and marks the first placement
+``best``; where the cluster states every node's link capacities (``net_in``/``net_out``), every
+row carries the link-capacity model's predicted throughput and bottleneck and the order is
+:data:`THROUGHPUT_SORT_KEY` (predicted throughput first).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from streamsched.performance import ModelParams, predict, regime
 from streamsched.model.cluster import Cluster
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.throughput import predict_throughput
 from streamsched.schedulers import available, family, scheduler_class
 from streamsched.schedulers.base import FAMILIES, has_edge_nodes
 
@@ -73,6 +77,22 @@ def placement_row(name: str, graph: TaskGraph, cluster: Cluster, placement: Plac
     for key in ("bound", "gap", "bound_source", "repaired"):
         if key in meta:
             row[key] = meta[key]
+    if meta.get("objective") == "throughput":
+        row["objective"] = "throughput"  # its status and bound are about throughput, not traffic
+    if cluster.has_links:
+        add_throughput(row, graph, cluster, placement)
+    return row
+
+
+def add_throughput(row: dict[str, Any], graph: TaskGraph, cluster: Cluster, placement: Placement,
+                   net_cpu_per_record: float = 0.0) -> dict[str, Any]:
+    """Add the link-capacity model's predicted throughput (records/s at the sources), its
+    bottleneck and peak utilisation (:mod:`streamsched.model.throughput`) to a row; also for an
+    overloaded placement (then the throughput its overload allows)."""
+    prediction = predict_throughput(graph, cluster, placement.node_of, net_cpu_per_record).to_row()
+    if prediction["predicted_throughput"] == float("inf"):
+        prediction["predicted_throughput"] = None  # nothing demanded: unbounded (JSON has no inf)
+    row.update(prediction)
     return row
 
 
@@ -101,11 +121,16 @@ def run_schedulers(graph: TaskGraph, cluster: Cluster, names: list[str], params:
                    model: ModelParams | None = None) -> list[Outcome]:
     """Run each scheduler once; an infeasible or failing one gets a row saying why (status
     ``infeasible`` or ``error``), and one that does not serve ``cluster`` a ``skipped`` row with
-    its ``reason``. With ``model``, every placed row gets its prediction (:func:`add_prediction`)."""
+    its ``reason``. With ``model``, every placed row gets its prediction (:func:`add_prediction`).
+    Where ``cluster`` states every node's link capacities, ``optimal`` maximises the predicted
+    throughput (``objective=throughput``) unless ``params`` name its objective."""
     params = params or {}
     outcomes = []
     for name in names:
-        scheduler = scheduler_class(name)(**params_for(name, params))
+        chosen = params_for(name, params)
+        if name == "optimal" and cluster.has_links and "objective" not in chosen:
+            chosen["objective"] = "throughput"
+        scheduler = scheduler_class(name)(**chosen)
         reason = scheduler.skip_reason(graph, cluster)
         if reason is not None:
             outcomes.append(Outcome({"scheduler": name, "status": "skipped", "reason": reason}, None))
@@ -148,16 +173,42 @@ def compare(graph: TaskGraph, cluster: Cluster, names: list[str], params: dict[s
 SORT_KEY = ("inter-node traffic (lowest first), then predicted throughput (highest first), nodes used, "
             "scheduler name; rows without a valid placement last (invalid, infeasible, error, skipped)")
 
+#: The order of :func:`rank` where the cluster states every node's link capacities: the
+#: link-capacity model's predicted throughput (docs/model.md, T1-T5) decides.
+THROUGHPUT_SORT_KEY = ("predicted throughput (link capacities known), highest first; then inter-node traffic "
+                       "(lowest first), nodes used, scheduler name; rows without a valid placement last (invalid, "
+                       "infeasible, error, skipped; the running placement is ranked also when overloaded)")
+
+#: The row of a job's running placement (``compare --current``).
+CURRENT = "current"
 #: Where rows without a valid placement go, after every valid one, in this order.
 _LAST = {"invalid": 1, "infeasible": 2, "error": 3, "skipped": 4}
 
 
-def _rank_key(row: dict[str, Any]) -> tuple:
+def by_throughput(rows: list[dict[str, Any]]) -> bool:
+    """Rows ranked by predicted throughput: some row has the link-capacity model's prediction
+    (:func:`placement_row` adds it where every node has ``net_in`` and ``net_out``)."""
+    return any("predicted_throughput" in row for row in rows)
+
+
+def sort_key(rows: list[dict[str, Any]]) -> str:
+    """:data:`THROUGHPUT_SORT_KEY` or :data:`SORT_KEY`, as :func:`rank` orders ``rows``."""
+    return THROUGHPUT_SORT_KEY if by_throughput(rows) else SORT_KEY
+
+
+def _rank_key(row: dict[str, Any], throughput_first: bool = False) -> tuple:
     placed = "inter_node_traffic" in row
     if placed:
-        group = 0 if row.get("valid", True) else _LAST["invalid"]
+        # by throughput, the running placement (it runs) is judged also where it overloads a node
+        keep = row.get("valid", True) or throughput_first and row.get("scheduler") == CURRENT
+        group = 0 if keep else _LAST["invalid"]
     else:
         group = _LAST.get(row.get("status"), _LAST["error"])
+    if throughput_first:
+        predicted = row.get("predicted_throughput", 0.0)
+        predicted = float("inf") if predicted is None and placed else float(predicted or 0.0)
+        return (group, -predicted, float(row["inter_node_traffic"]) if placed else 0.0,
+                row.get("nodes_used") or 0, str(row.get("scheduler")))
     throughput = row.get("throughput_tps")
     return (group,
             float(row["inter_node_traffic"]) if placed else 0.0,
@@ -167,12 +218,14 @@ def _rank_key(row: dict[str, Any]) -> tuple:
 
 
 def rank(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` sorted by :data:`SORT_KEY`, each given its 1-based ``rank`` and ``best`` (True
+    """``rows`` sorted by :func:`sort_key` (:data:`SORT_KEY`, or :data:`THROUGHPUT_SORT_KEY`
+    where the rows carry the link-capacity model's prediction), each given its 1-based ``rank`` and ``best`` (True
     for the first row with a valid placement only). Rows without a valid placement keep no rank."""
-    ordered = sorted(rows, key=_rank_key)
+    throughput_first = by_throughput(rows)
+    ordered = sorted(rows, key=lambda row: _rank_key(row, throughput_first))
     position = 0
     for row in ordered:
-        placed = _rank_key(row)[0] == 0
+        placed = _rank_key(row, throughput_first)[0] == 0
         position += placed
         row["rank"] = position if placed else None
         row["best"] = placed and position == 1

@@ -16,6 +16,10 @@ bottleneck instead (a hot task that no placement relieves, docs/evaluation.md M4
 from an engine is judged against its running placement (the row ``current``) instead of
 ``even``, and without a throughput model where none was fitted on that engine
 (:mod:`streamsched.evaluation.engine_models`).
+
+Where the cluster states every node's link capacities, the rows are ranked by the link-capacity
+model's predicted throughput (:mod:`streamsched.model.throughput`) and the verdict judges by it
+(:data:`LINK_MODEL`), with that model's stated error (:func:`link_model_error`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from streamsched.evaluation.comparison import SORT_KEY
+from streamsched.evaluation.comparison import CURRENT, SORT_KEY, by_throughput, sort_key
 from streamsched import performance
 
 #: The model preset the verdict uses: the recommended one (docs/evaluation.md).
@@ -32,8 +36,9 @@ PRESET = "default"
 #: "compare: ranking and verdict").
 FALLBACK_ERROR = 0.25
 BASELINE = "even"
-#: The row of a job's running placement (``compare --current``); the baseline when present.
-CURRENT = "current"
+#: The verdict's ``model`` where rows are ranked by the link-capacity model.
+LINK_MODEL = "link-capacity"
+#: The baseline when present: the row of a job's running placement (``comparison.CURRENT``).
 _BASELINE_NAMES = {BASELINE: "even (Storm's default)", CURRENT: "the running placement"}
 
 
@@ -113,13 +118,19 @@ def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str 
     is measured); ``None`` when fewer than two placements have a prediction.
     """
     baseline = CURRENT if any(r.get("scheduler") == CURRENT for r in rows) else BASELINE
-    if no_model is not None:
+    ranked_by = "predicted throughput" if by_throughput(rows) else "inter-node traffic"
+    if ranked_by == "predicted throughput":  # the link-capacity model, whatever the calibrated model
+        rows = [_link_model_row(r) for r in rows]
+        preset, no_model = LINK_MODEL, None
+        error, error_source = link_model_error()
+    elif no_model is not None:
         rows = [{k: v for k, v in r.items() if k not in ("throughput_tps", "bottleneck")} for r in rows]
         preset, error, error_source = None, 0.0, no_model
     elif error is None:
         error, error_source = model_error(preset)
     placed = [r for r in rows if r.get("rank") is not None]
-    out: dict[str, Any] = {"best": None, "baseline": baseline, "sort_key": SORT_KEY, "model": preset,
+    out: dict[str, Any] = {"best": None, "baseline": baseline, "sort_key": sort_key(rows), "ranked_by": ranked_by,
+                           "model": preset,
                            "model_error_pct": None if no_model else 100.0 * error, "model_error_source": error_source}
     if not placed:
         out.update(placement_matters=None, text="verdict: no scheduler produced a valid placement")
@@ -128,7 +139,7 @@ def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str 
     best = recommended  # the figures below are the recommended row's
     base = next((r for r in placed if r["scheduler"] == baseline), None)
     predicted = [(r, _throughput(r)) for r in placed if _throughput(r) is not None]
-    out["best"] = placed[0]["scheduler"]  # the fewest inter-node tuples (the table's first row)
+    out["best"] = placed[0]["scheduler"]  # the table's first row
     out["recommended"] = recommended["scheduler"]
     out["tie"] = [r["scheduler"] for r in tied]
     out["proof"] = {r["scheduler"]: _proof(r) for r in placed if _proof(r) is not None}
@@ -151,6 +162,26 @@ def verdict(rows: list[dict[str, Any]], error: float | None = None, preset: str 
         if _throughput(best) is not None and _throughput(base) is not None:
             out["throughput_tps"]["change_pct"] = _change(_throughput(best), _throughput(base))
     out["text"] = _text(out, recommended, base, predicted, error)
+    return out
+
+
+def link_model_error() -> tuple[float, str]:
+    """(relative error, where it comes from) of the link-capacity model: no held-out error is
+    stated for it yet, so :data:`FALLBACK_ERROR`."""
+    return FALLBACK_ERROR, "fallback: the link-capacity model (docs/model.md, T1-T5) states no held-out error yet"
+
+
+def _link_model_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``row`` judged by the link-capacity model: its prediction as ``throughput_tps``
+    and ``bottleneck``; what a solver proved about another objective (traffic) proves nothing here."""
+    value = row.get("predicted_throughput")  # None: nothing demanded, unbounded
+    out = {**row, "throughput_tps": (math.inf if value is None else value) if "predicted_throughput" in row else None,
+           "bottleneck": row.get("predicted_bottleneck")}
+    if row.get("objective") != "throughput":
+        for key in ("bound", "gap"):
+            out.pop(key, None)
+        if out.get("status") == "optimal":
+            out["status"] = "optimal (traffic)"
     return out
 
 
@@ -202,7 +233,7 @@ def time_class(row: dict[str, Any]) -> float:
 def _text(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
           predicted: list[tuple[dict[str, Any], float]], error: float) -> str:
     """The verdict's line about ``best`` (the recommended row), followed by the tie and proof."""
-    line = _claim(v, best, base, predicted, error)
+    line = (_throughput_claim if v["ranked_by"] == "predicted throughput" else _claim)(v, best, base, predicted, error)
     name, band = best["scheduler"], f"±{100 * error:.0f} %"
     others = [t for t in v["tie"] if t != name]
     if others:
@@ -256,6 +287,29 @@ def _claim(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
     return (f"verdict: {name} cuts traffic but is predicted slower than {baseline}: {said}; {throughput}. "
             f"{name}'s bottleneck is {describe_bottleneck(str(best.get('bottleneck')))} on {_nodes(best)}, "
             f"{baseline}'s is {describe_bottleneck(str(base.get('bottleneck')))} on {_nodes(base)}")
+
+
+def _throughput_claim(v: dict[str, Any], best: dict[str, Any], base: dict[str, Any] | None,
+                      predicted: list[tuple[dict[str, Any], float]], error: float) -> str:
+    """The claim of a verdict ranked by the link-capacity model's predicted throughput."""
+    name, band, baseline = best["scheduler"], f"±{100 * error:.0f} %", v["baseline"]
+    said = (f"predicted throughput {fmt(float(v['throughput_tps']['best']))} records/s at the sources "
+            f"(bottleneck: {best.get('bottleneck')})")
+    if v["placement_matters"] is False:
+        return (f"verdict: placement hardly matters here: every placement's predicted throughput is within "
+                f"the model's error ({band}, spread {v['throughput_spread_pct']:.1f} %); the bottleneck is "
+                f"{_common_bottleneck(best, predicted)}. Highest prediction: {name}, {said}.")
+    if base is None:
+        return f"verdict: best is {name}: {said}; no {baseline} row to compare with"
+    if base is best:
+        return f"verdict: {_BASELINE_NAMES[baseline]} is best here: {said}; no placement is predicted faster"
+    change = v["throughput_tps"]["change_pct"]
+    against = (f"against {baseline}'s {fmt(float(v['throughput_tps'][baseline]))}"
+               + (f" ({_pct(change)}, link-capacity model, error {band})" if change is not None else ""))
+    if change is not None and change > 100 * error:
+        return f"verdict: use {name}: {said} {against}"
+    return (f"verdict: best is {name}: {said} {against}: within the model's error, so no throughput gain "
+            f"over {baseline} can be claimed")
 
 
 def _nodes(row: dict[str, Any]) -> str:
