@@ -193,10 +193,11 @@ def result_gain(reading, node_of) -> float:
     return (running - _remote_bytes(reading, node_of)) / running
 
 
-def test_min_gain_must_be_a_fraction_at_least_zero(reading, flink, tmp_path):
+def test_min_gain_must_be_a_number_below_infinity(reading, flink, tmp_path):
     plan = _write(reading, reading.placement.node_of, tmp_path / "plan.json")
-    with pytest.raises(InputError, match="--min-gain"):
-        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=-0.1)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(InputError, match="--min-gain"):
+            flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=bad)
 
 
 # ------------------------------------------------------------------ slots and rescales

@@ -479,7 +479,8 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
           min_gain: float = MIN_GAIN, machines: Cluster | None = None) -> ApplyResult:
     """Apply a streamsched placement to a running job (module docstring), or leave the job alone
     when no subtask would move once identical TaskManagers are relabelled (:func:`relabel`) or
-    the predicted gain over the running placement is below ``min_gain`` (:func:`judge`).
+    the predicted gain over the running placement is below ``min_gain`` (:func:`judge`; -inf:
+    apply whatever the prediction).
     ``plan_location`` defaults to the JobManager's ``-Dstreamsched.flink.placement``; it must be
     a directory this process can write and the JobManager can read. ``before``: a reading of
     this job the caller just took (the graph the placement was made for), so the job is not
@@ -488,8 +489,9 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
     step puts the job back as it was (:func:`restore`) and the error says so."""
     from streamsched.engines.flink.rest import running_job
 
-    if not (min_gain >= 0 and np.isfinite(min_gain)):
-        raise InputError(f"--min-gain: {min_gain!r}; must be a finite fraction >= 0")
+    if math.isnan(min_gain) or min_gain == math.inf:
+        raise InputError(f"--min-gain: {min_gain!r}; must be a number (a negative one applies plans predicted "
+                         f"worse, down to that loss; -inf any plan that moves a subtask)")
     rest = FlinkRest(url)
     job_id = job_id or running_job(rest)
     if not JOB_ID.fullmatch(job_id):  # it names the plan and status files: never a path
