@@ -415,6 +415,8 @@ def local_submit(
     record_bytes: int = typer.Option(500, "--record-bytes", help="characters of each record's string (100..)"),
     parallelism: int = typer.Option(3, "--parallelism", help="Calc and aggregate parallelism"),
     source_parallelism: int = typer.Option(2, "--source-parallelism", help="source parallelism"),
+    kind: str = typer.Option("example", "--kind", help="example; cpu (a CPU-heavy Calc: the string hashed "
+                             "12 times); skewed (70 % of the records carry key 0)"),
     url: Optional[str] = typer.Option(None, "--url", help="any Flink 2.3 REST URL instead of the cluster in DIR "
                                       "(the client's log then goes to DIR/log)"),
 ) -> None:
@@ -427,4 +429,4 @@ def local_submit(
         cluster = local.load(directory)
         url, logs = cluster.url, cluster.logs
     print(local.submit_example(url, logs, rate=rate, record_bytes=record_bytes,
-                               parallelism=parallelism, source_parallelism=source_parallelism))
+                               parallelism=parallelism, source_parallelism=source_parallelism, kind=kind))

@@ -341,17 +341,35 @@ def stop(base: str | Path, timeout_s: float = 20.0) -> list[str]:
 EXAMPLE_NAME = "streamsched-example"
 
 
-def example_sql(rate: int, record_bytes: int, source_parallelism: int, keys: int) -> list[str]:
+#: The example job's kinds: ``example`` (the default), ``cpu`` (a CPU-heavy Calc: the record's
+#: string hashed ``HEAVY_ROUNDS`` times, for machines of unequal power), ``skewed`` (a share
+#: ``SKEW`` of the records carries key 0: one aggregate subtask receives most of the exchange).
+EXAMPLE_KINDS = ("example", "cpu", "skewed")
+HEAVY_ROUNDS = 12
+SKEW = 0.7
+
+
+def example_sql(rate: int, record_bytes: int, source_parallelism: int, keys: int, kind: str = "example") -> list[str]:
     """The example job: datagen ``events`` (``source_parallelism``) -REBALANCE-> Calc -HASH->
     GroupAggregate -> blackhole (``parallelism.default``). Each record carries a random string of
-    ``record_bytes`` characters over both exchanges (the aggregate keeps its largest value)."""
+    ``record_bytes`` characters over both exchanges (the aggregate keeps its largest value);
+    ``kind`` (:data:`EXAMPLE_KINDS`) changes what Calc computes."""
+    if kind not in EXAMPLE_KINDS:
+        raise InputError(f"example job: kind {kind!r} is not one of {', '.join(EXAMPLE_KINDS)}")
+    key, pad = "k", "UPPER(pad)"
+    if kind == "cpu":
+        for _ in range(HEAVY_ROUNDS):
+            pad = f"SHA512({pad})"
+        pad = f"CONCAT({pad}, SUBSTRING(pad, 129))"  # the record keeps its size
+    elif kind == "skewed":
+        key = f"CASE WHEN MOD(ABS(v), 1000) < {int(SKEW * 1000)} THEN 0 ELSE k END"
     return [
         f"""CREATE TABLE events (k INT, v BIGINT, pad STRING) WITH ('connector' = 'datagen',
             'rows-per-second' = '{rate}', 'fields.k.min' = '0', 'fields.k.max' = '{keys - 1}',
             'fields.pad.length' = '{record_bytes}', 'scan.parallelism' = '{source_parallelism}')""",
         "CREATE TABLE sink (k INT, c BIGINT, s BIGINT, m STRING) WITH ('connector' = 'blackhole')",
         "INSERT INTO sink SELECT k, COUNT(*), SUM(v), MAX(pad) FROM "
-        "(SELECT k, v, UPPER(pad) AS pad FROM events WHERE v <> 0) GROUP BY k",
+        f"(SELECT {key} AS k, v, {pad} AS pad FROM events WHERE v <> 0) GROUP BY k",
     ]
 
 
@@ -361,9 +379,10 @@ class ExampleClient:
 
     def __init__(self, rest_port: int, logs: Path, rate: int = 2000, record_bytes: int = 500,
                  parallelism: int = 3, source_parallelism: int = 2, keys: int = 1000, name: str = EXAMPLE_NAME,
-                 extra: Mapping[str, str] = (), host: str = "127.0.0.1") -> None:
+                 extra: Mapping[str, str] = (), host: str = "127.0.0.1", kind: str = "example") -> None:
         if not (100 <= record_bytes <= 1_000_000) or rate < 1 or parallelism < 1 or source_parallelism < 1 or keys < 1:
             raise InputError("example job: --record-bytes 100..1000000, --rate, --parallelism, --keys >= 1")
+        statements = example_sql(rate, record_bytes, source_parallelism, keys, kind)
         from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
         home = flink_home()
@@ -385,7 +404,7 @@ class ExampleClient:
                 conf.setString(key, value)
             env = jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment(conf)
             tenv = jvm.org.apache.flink.table.api.bridge.java.StreamTableEnvironment.create(env)
-            *ddl, insert = example_sql(rate, record_bytes, source_parallelism, keys)
+            *ddl, insert = statements
             for statement in ddl:
                 tenv.executeSql(statement)
             self.statements = tenv.createStatementSet()
