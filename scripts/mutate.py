@@ -31,7 +31,7 @@ FAST = ["-m", "not spark and not slow"]
 #: (name: the module's file name, or ``<package>_<file name>`` where two modules share one) joins by itself.
 TESTS = {
     "schedulers/storm_ras.py": ["tests/test_storm_ras.py"],
-    "engines/storm/nimbus.py": ["tests/test_storm_nimbus.py", "tests/test_storm_ras.py"],
+    "engines/storm/nimbus.py": ["tests/test_storm_nimbus.py"],
     "model/contention.py": ["tests/test_contention.py"],
     "schedulers/caps.py": ["tests/test_contention.py"],
     "solvers/contention.py": ["tests/test_contention.py"],
