@@ -96,7 +96,8 @@ class PrometheusApi:
             raise InputError(f"--step {step:g} s: {(end - start) / step + 1:.0f} points per series over the range; "
                              f"Prometheus gives at most {MAX_POINTS}: give a larger --step or a shorter range")
         address = f"{self.url}/api/v1/query_range?" + urlencode(
-            {"query": query, "start": repr(float(start)), "end": repr(float(end)), "step": repr(float(step))})
+            {"query": query, "start": repr(float(start)), "end": repr(float(end)),
+             "step": f"{int(round(step * 1000))}ms"})  # a float step is cut to whole ns, then ms: drift
         body = get_json(address, self.timeout, "Prometheus", _prometheus_error, self.deadline)
         where = f"{self.url}/api/v1/query_range ({query})"
         if not isinstance(body, dict) or body.get("status") != "success":
