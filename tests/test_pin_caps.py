@@ -1,0 +1,183 @@
+"""caps pinned by hand and by brute force on small profiles (issue 34 item 4; ``make mutate
+MODULE=schedulers/caps.py``): which plan of its front it returns, how auto-tuning moves its
+alphas, how it spreads tasks over a node's worker slots and beside FORWARD partners, its
+thresholds and their rounding, and the node limits."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from streamsched.contention_metrics import costs_from_counts
+from streamsched.errors import InfeasibleError
+from streamsched.model import Cluster, Node, TaskGraph
+from streamsched.model.contention import graph_from_profile, read_caps_profile
+from streamsched.model.placement import NO_WORKER
+from streamsched.schedulers import get_scheduler
+from streamsched.schedulers.caps import node_limits, placement_from_counts, thresholds
+
+DIMS = ("compute", "state", "network")
+
+
+def op(key, name, p, compute, state, network, kind, down, up):
+    return {"id": key, "name": name, "parallelism": p, "compute": compute, "state": state, "network": network,
+            "outboundtype": kind, "downNode": down, "upNode": up}
+
+
+def tiny():
+    """sink (2) <-FORWARD- window (3) <-HASH- map (2) <-REBALANCE- source (2), on 3 nodes of 4 slots."""
+    data = [op("a", "sink", 2, 3.0, 7.0, 0.0, "", [], ["b"]),
+            op("b", "window", 3, 11.0, 40.0, 2.5, "FORWARD", ["a"], ["c"]),
+            op("c", "map", 2, 5.0, 0.0, 9.0, "HASH", ["b"], ["d"]),
+            op("d", "source", 2, 2.0, 0.0, 6.0, "REBALANCE", ["c"], [])]
+    graph = graph_from_profile(read_caps_profile(data, "tiny"), "tiny")
+    return graph, Cluster.from_types("three", (3, {"capacity": 4.0, "slots": 4}))
+
+
+def every_plan(profile, n_nodes: int, slots: int):
+    """(bottleneck cost vector, counts) of every plan with at most ``slots`` tasks per node."""
+    per_op = [[c for c in itertools.product(range(p + 1), repeat=n_nodes) if sum(c) == p] for p in profile.parallelism]
+    out = []
+    for combo in itertools.product(*per_op):
+        counts = np.array(combo)
+        if np.all(counts.sum(axis=0) <= slots):
+            out.append((costs_from_counts(profile, counts).max(axis=0), counts))
+    return out
+
+
+def bases(profile, n_nodes: int, slots: int):
+    """(low, high) from the tasks one by one: low the mean over nodes of all tasks' cost (network
+    0), high the ``slots`` costliest tasks' cost on one node."""
+    tasks = np.repeat(profile.cost, profile.parallelism, axis=0)
+    low = np.append(tasks[:, :2].sum(axis=0) / n_nodes, 0.0)
+    high = np.array([np.sort(tasks[:, k])[::-1][:slots].sum() for k in range(3)])
+    return low, high
+
+
+def front(plans):
+    costs = [tuple(np.round(c, 9)) for c, _ in plans]
+    return sorted({c for c in costs if not any(all(o[k] <= c[k] for k in range(3)) and o != c for o in costs)})
+
+
+def within(plans, low, high, alpha):
+    limit = np.round(low + alpha * (high - low), 5)
+    return [(c, n) for c, n in plans if np.all(c <= limit + 1e-9)]
+
+
+def test_caps_returns_the_front_plan_of_least_summed_cost_over_span():
+    """Every alpha at 1: the front is the brute-force one, and the plan returned is the one
+    whose sum of cost / (high - low) over the three dimensions is least."""
+    graph, cluster = tiny()
+    profile = graph.contention
+    plans = every_plan(profile, 3, 4)
+    low, high = bases(profile, 3, 4)
+    span = np.where(high - low > 0, high - low, 1.0)
+    best = min(front(plans), key=lambda c: (sum(x / w for x, w in zip(c, span)), c))
+    placement = get_scheduler("caps", autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0,
+                              work_limit=10**7).schedule(graph, cluster)
+    got = tuple(placement.metadata["contention"][d] for d in DIMS)
+    assert np.allclose(got, best, rtol=0, atol=1e-9)
+    assert np.allclose([[p[d] for d in DIMS] for p in placement.metadata["pareto_front"]], front(plans))
+    assert np.allclose(costs_from_counts(profile, np.array([np.bincount(placement.node_of[graph.task_operator == o],
+                                                                                 minlength=3)
+                                                                     for o in range(4)])).max(axis=0), best)
+
+
+def test_auto_tuning_moves_the_alphas_as_caps_does():
+    """CAPS's Auto_tuning with brute force in place of each search: from the ceilings (0.02,
+    0.02, 0.1), relax all by 1.2 until a plan exists; per dimension, binary-search to 0.01 the
+    least alpha with a plan (others at the relaxed ceiling); from those, relax all by 1.2 until
+    a plan exists. The alphas and the front caps reports are those."""
+    graph, cluster = tiny()
+    profile = graph.contention
+    plans = every_plan(profile, 3, 4)
+    low, high = bases(profile, 3, 4)
+    works = lambda alpha: bool(within(plans, low, high, np.asarray(alpha)))
+    ceiling = np.array([0.02, 0.02, 0.1])
+    while not works(ceiling):
+        ceiling = np.minimum(ceiling * 1.2, 1.0)
+    alpha = ceiling.copy()
+    for k in range(3):
+        lo, hi = 0.0, ceiling[k]
+        while hi - lo >= 0.01:
+            mid = lo + (hi - lo) / 2
+            trial = ceiling.copy()
+            trial[k] = mid
+            lo, hi = (lo, mid) if works(trial) else (mid, hi)
+        alpha[k] = hi
+    while not works(alpha):
+        alpha = np.minimum(alpha * 1.2, 1.0)
+    placement = get_scheduler("caps", work_limit=10**7, probe_work=10**7).schedule(graph, cluster)
+    assert placement.metadata["alpha"] == pytest.approx(alpha.tolist(), rel=1e-12)
+    expected = front(within(plans, low, high, alpha))
+    assert np.allclose([[p[d] for d in DIMS] for p in placement.metadata["pareto_front"]], expected)
+    assert np.all(alpha > 0) and np.any(alpha != ceiling)  # the tuning moved them
+
+
+def chain3():
+    """A (3) -FORWARD-> B (3) -FORWARD-> C (3)."""
+    data = [op("a", "A", 3, 1.0, 0.0, 1.0, "FORWARD", ["b"], []),
+            op("b", "B", 3, 1.0, 0.0, 1.0, "FORWARD", ["c"], ["a"]),
+            op("c", "C", 3, 1.0, 0.0, 0.0, "", [], ["b"])]
+    return graph_from_profile(read_caps_profile(data, "chain3"), "chain3")
+
+
+def test_tasks_go_beside_their_forward_partner_and_round_robin_over_a_nodes_slots():
+    """Counts A (2, 1), B (1, 2), C (2, 1) on nodes n0 (2 slots), n1 (3 slots). A in rank order:
+    A0 A1 on n0, A2 on n1. B beside its partner's task of the same index where the counts allow:
+    B0 (A0: n0), B1 (A1: n0, full) left over, B2 (A2: n1); B1 to n1. C: C0 (B0: n0), C1 (B1: n1),
+    C2 (B2: n1, full) left over to n0. Workers, per node in task order, round robin: n0 hosts
+    A0 A1 B0 C0 C2 (workers 0 1 0 1 0), n1 A2 B1 B2 C1 (0 1 2 0)."""
+    graph = chain3()
+    cluster = Cluster("two", (Node("n0", 5.0, slots=2), Node("n1", 5.0, slots=3)))
+    counts = [[2, 1], [1, 2], [2, 1]]
+    node_of, worker_of = placement_from_counts(graph, cluster, graph.contention, counts)
+    assert node_of.tolist() == [0, 0, 1, 0, 1, 1, 0, 1, 0]
+    assert worker_of.tolist() == [0, 1, 0, 0, 1, 2, 1, 0, 0]
+    slotless = Cluster("two", (Node("n0", 5.0, slots=0), Node("n1", 5.0, slots=1)))
+    node_of, worker_of = placement_from_counts(graph, slotless, graph.contention, counts)
+    assert worker_of.tolist() == [NO_WORKER, NO_WORKER, 0, NO_WORKER, 0, 0, NO_WORKER, 0, NO_WORKER]
+
+
+def test_tasks_of_an_operator_numbered_apart_follow_the_counts_in_task_order():
+    """Operator tasks not consecutive (A: tasks 0, 2; B: 1, 3), B HASH from A: counts A (1, 1),
+    B (0, 2): A's tasks in their order to n0 then n1, both of B's to n1."""
+    graph = TaskGraph.build("mixed", ("A", "B"), [0, 1, 0, 1], [1.0] * 4, [0, 2], [1, 3], [1.0, 1.0])
+    from streamsched.model.contention import ContentionProfile
+
+    profile = ContentionProfile(("A", "B"), (2, 2), np.ones((2, 3)), ("HASH", ""), ((1,), ()))
+    cluster = Cluster("two", (Node("n0", 4.0, slots=1), Node("n1", 4.0, slots=1)))
+    node_of, worker_of = placement_from_counts(graph, cluster, profile, [[1, 1], [0, 2]])
+    assert node_of.tolist() == [0, 1, 1, 1] and worker_of.tolist() == [0, 0, 0, 0]
+
+
+def test_thresholds_round_to_five_decimals_half_away_from_zero():
+    """low + alpha (high - low): 0 + 0.5 x 3e-5 = 1.5e-5 rounds to 2e-5; -1.5e-5 to -2e-5; an
+    infinite alpha stays infinite."""
+    assert thresholds([0.0, 0.0, 0.0], [3e-5, -3e-5, 1.0], [0.5, 0.5, float("inf")]) == [2e-5, -2e-5, float("inf")]
+    assert thresholds([1.0, 2.0, 0.0], [3.0, 6.0, 10.0], [0.25, 1.0, 0.123456]) == [1.5, 6.0, 1.23456]
+
+
+def test_node_limits_are_capacity_over_the_least_positive_load():
+    """Capacities 5, 2.9 and 100 over the least positive load 1 (a zero load does not count):
+    5, 2 and 100, but never more than the graph's 4 tasks. All loads 0: every node can take every task.
+    A capacity of 3 over loads of 0.1 (30 x 0.1 is 3.0000000000000004) still takes 30 up to
+    rounding, 4 here."""
+    graph = TaskGraph.build("g", ("A",), [0] * 4, [0.0, 1.0, 2.0, 1.5], [], [], [])
+    cluster = Cluster("c", (Node("a", 5.0), Node("b", 2.9), Node("c", 100.0)))
+    assert node_limits(graph, cluster).tolist() == [4, 2, 4]
+    idle = TaskGraph.build("g", ("A",), [0] * 3, [0.0] * 3, [], [], [])
+    assert node_limits(idle, cluster).tolist() == [3, 3, 3]
+    tenth = TaskGraph.build("g", ("A",), [0] * 40, [0.1] * 40, [], [], [])
+    assert node_limits(tenth, Cluster("c", (Node("a", 3.0), Node("b", 0.25)))).tolist() == [30, 2]
+
+
+def test_more_tasks_than_the_nodes_take_is_refused_before_any_search():
+    """Three tasks of load 1 on two nodes of capacity 1.5: the load fits the cluster, but each
+    node takes one task: one line naming the counts."""
+    graph = TaskGraph.build("g", ("A",), [0, 0, 0], [1.0, 1.0, 1.0], [], [], [])
+    with pytest.raises(InfeasibleError, match="has 3 tasks but the nodes of 'c' take at most 2"):
+        get_scheduler("caps", work_limit=1000, probe_work=1000).schedule(graph, Cluster("c", (Node("a", 1.5),
+                                                                                             Node("b", 1.5))))
