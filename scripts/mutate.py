@@ -36,7 +36,7 @@ TESTS = {
     "schedulers/caps.py": ["tests/test_contention.py"],
     "solvers/contention.py": ["tests/test_contention.py"],
     "schedulers/optimal.py": ["tests/test_optimal_scheduler.py", "tests/test_contention.py"],
-    "engines/flink/apply.py": [],
+    "engines/flink/apply.py": ["tests/test_apply_offline.py"],
 }
 #: Modules whose file name is shared by another module: their pin tests carry the package too.
 QUALIFIED = {"model/contention.py": "model_contention", "solvers/contention.py": "solvers_contention"}
