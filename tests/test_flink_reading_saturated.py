@@ -220,7 +220,7 @@ def test_a_taskmanager_that_never_answers_is_named_by_the_deadline(scripted):
     message = str(info.value)
     assert "\n" not in message and repr(silent) in message and "did not move within --timeout 2.5 s" in message
     assert "127.0.0.1:34055-b89534" not in message  # the one that answered is not blamed
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 10
 
 
 def test_saved_capture_keeps_each_taskmanagers_window(scripted, tmp_path):

@@ -185,7 +185,7 @@ def _fresh_answers(rest: FlinkRest, hosts: dict[str, list[str]], interval_s: flo
         return asked, clock(), tuple(values)
 
     def check_time(pending: list[str]) -> None:
-        by_command = command is not None and command.left() < poll_s
+        by_command = command is not None and command.left() < poll_s + 1.0  # a second for the error's way out
         if by_command or time.monotonic() + poll_s > end:
             limit = command.describe() if by_command else f"{wait_s:g} s"
             others = f" (nor {', '.join(repr(tm[:80]) for tm in pending[1:4])}{' ...' if len(pending) > 4 else ''})" \
