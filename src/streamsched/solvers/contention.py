@@ -53,7 +53,7 @@ SCALE_BITS = 40
 #: A ceiling c admits every plan whose cost is at most c and none above c (1 + CEILING_RTOL).
 CEILING_RTOL = 1e-9
 #: A ceiling's own scale keeps its row's coefficients x multipliers below 2^CEILING_BITS.
-CEILING_BITS = 61
+CEILING_BITS = 50
 _STATUS = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
            cp_model.MODEL_INVALID: "unknown", cp_model.UNKNOWN: "unknown"}
 
@@ -282,7 +282,7 @@ class _Model:
         """``sum w v <= value`` over ``items`` (variable, weight w >= 0, largest value of v):
         coefficients ``floor(w s)`` <= ``floor(value s)`` admits every assignment that meets
         ``value``; the scale ``s`` makes the rounding loss (at most ``sum v``) at most
-        CEILING_RTOL x value. Where that scale would overflow (a ceiling some 1e7 times below the
+        CEILING_RTOL x value. Where that scale would overflow (a ceiling some 1e4 times below the
         largest cost), the limit is tightened by the loss instead (sound, not complete). A ceiling
         of 0 rounds up instead (exact: every term with w > 0 is 0)."""
         items = [item for item in items if item[1] > 0]
