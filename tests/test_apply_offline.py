@@ -41,14 +41,16 @@ class RecordedFlink:
     each TaskManager's slots (the job holds 2 on TM1 and 1 on TM2, as ``freeSlots`` says); the
     job's resource requirements (upper bounds as last set)."""
 
-    def __init__(self, plans: Path):
+    def __init__(self):
         self.docs = FIXTURE / "1"
+        self.server = JsonServer(self.answer)
+        self.url = self.server.url
+
+    def reset(self, plans: Path) -> None:
         self.plans = plans
         job = json.loads((self.docs / "jobs" / f"{JOB}.json").read_text())
         self.bounds = {v["id"]: v["parallelism"] for v in job["vertices"]}
         self.requests: list[str] = []
-        self.server = JsonServer(self.answer)
-        self.url = self.server.url
 
     def answer(self, parts, query):
         self.requests.append("/".join(parts))
@@ -70,11 +72,18 @@ class RecordedFlink:
         return 200, json.dumps(body).encode()
 
 
-@pytest.fixture()
-def flink(tmp_path):
-    server = RecordedFlink(tmp_path)
+@pytest.fixture(scope="module")
+def recorded():
+    server = RecordedFlink()
     yield server
     server.server.close()
+
+
+@pytest.fixture()
+def flink(recorded, tmp_path):
+    with recorded.server.lock:
+        recorded.reset(tmp_path)
+    return recorded
 
 
 def _write(reading, node_of, path: Path) -> Path:
