@@ -31,9 +31,11 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
+
+import yaml
 
 from streamsched.errors import InputError, StreamschedError
 from streamsched.model.cluster import Cluster, Node
@@ -314,6 +316,43 @@ def launch_prefix(lab: Lab, name: str) -> list[str]:
         return enter
     return ["sh", "-c", 'echo $$ > "$1" || exit 97; shift; exec "$@"', "sh", str(Path(tm.cgroup) / "cgroup.procs"),
             *enter]
+
+
+def set_rate(base: str | Path, name: str, in_mbit: float, out_mbit: float,
+             cluster_file: str | Path | None = None) -> Lab:
+    """Change TaskManager ``name``'s link rates while the lab runs (another tenant's traffic
+    taking part of its link): ``tc qdisc change`` of the ``tbf`` on each side of its veth pair
+    (the ``netem`` under it, if any, stays; an unlimited direction gets a ``tbf`` by ``replace``),
+    recorded in ``<base>/netlab.json``; with ``cluster_file`` (the lab's cluster.yaml) the node's
+    ``net_in``/``net_out`` and ``bandwidth_mbps`` are rewritten there too (atomically), as a
+    monitor of link capacity would. Returns the lab as recorded."""
+    lab = load(base)
+    if lab is None:
+        raise InputError(f"{Path(base) / STATE_FILE}: no network lab recorded there")
+    tm = lab.tm(name)
+    for rate in (in_mbit, out_mbit):
+        if not (isinstance(rate, (int, float)) and 0 < rate <= 100_000):
+            raise InputError(f"link rate {rate!r} Mbit/s for {name}: must be in (0, 100000]")
+    for device, netns, old, new in ((tm.veth_ns, tm.netns, tm.out_mbit, out_mbit),
+                                    (tm.veth_host, None, tm.in_mbit, in_mbit)):
+        tc = ["tc", *(["-n", netns] if netns else [])]
+        kbit = max(1, round(new * 1000))
+        burst = max(32 * 1024, math.ceil(new * 1e6 / 8 * 0.004))
+        verb = "change" if old is not None else "replace"
+        _run(*tc, "qdisc", verb, "dev", device, "root", "handle", "1:", "tbf", "rate", f"{kbit}kbit",
+             "burst", str(burst), "latency", TBF_LATENCY)
+    tm.in_mbit, tm.out_mbit = float(in_mbit), float(out_mbit)
+    _record(lab)
+    if cluster_file is not None:
+        cluster = Cluster.load(cluster_file)
+        nodes = tuple(replace(n, net_in=in_mbit * 1e6 / 8, net_out=out_mbit * 1e6 / 8,
+                              bandwidth_mbps=float(min(in_mbit, out_mbit))) if n.name == name else n
+                      for n in cluster.nodes)
+        target = Path(cluster_file)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_text(yaml.safe_dump(replace(cluster, nodes=nodes).to_dict(), sort_keys=False))
+        os.replace(tmp, target)
+    return lab
 
 
 # --------------------------------------------------------------------------- teardown
