@@ -28,7 +28,7 @@ from streamsched.cli.help import tidy
 from streamsched.errors import StreamschedError
 
 #: The modules that add commands to :data:`.app.app` (imported by :func:`load_commands`).
-TOPICS = ("core", "costs", "edge", "engines", "evaluation", "optimal", "pipeline")
+TOPICS = ("core", "costs", "edge", "engines", "evaluation", "live", "optimal", "pipeline")
 #: The topic of the commands that are worth loading alone (those of the monitoring pipeline:
 #: the others' matplotlib, solvers and engine readers take a second to import).
 COMMAND_TOPIC = {name: "pipeline" for name in ("gen-metrics", "ingest", "watch", "export", "run", "demo", "collect")}

@@ -172,11 +172,27 @@ def watch(
         "tasks", "--load-unit", help="unit of the load rows: tasks, or cores (what collect storm-ui/flink write)"),
     metrics_port: Optional[int] = typer.Option(
         None, "--metrics-port", help="serve the loop's Prometheus metrics on 127.0.0.1:PORT/metrics (0: a free port)"),
+    apply_flink: Optional[str] = typer.Option(
+        None, "--apply-flink", help="Flink JobManager URL: read the job into DIRECTORY once per window, re-plan it "
+        "from its running placement and apply plans (docs/pipeline.md, 'The live loop')"),
+    job_id: Optional[str] = typer.Option(None, "--job-id", help="--apply-flink: the job (default: the only running one)"),
+    confirm_windows: int = typer.Option(
+        2, "--confirm-windows", help="--apply-flink: consecutive windows the predicted gain must hold before an apply"),
+    min_gain: float = typer.Option(
+        5.0, "--min-gain", help="--apply-flink: least predicted gain, % (throughput where the cluster gives link "
+        "capacities, else remote bytes)"),
+    payback: float = typer.Option(
+        20.0, "--payback", help="--apply-flink: windows in which a move must win back what its downtime costs"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="--apply-flink: journal what would be applied, apply nothing"),
+    journal: Optional[Path] = typer.Option(
+        None, "--journal", help="--apply-flink: the decision journal, JSON lines (default OUT/journal.jsonl)"),
     master: str = MasterOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Structured Streaming: a snapshot per window; re-plan (the scheduler's ``replan``), emit
-    an assignment when a task moves."""
+    an assignment when a task moves. With --apply-flink URL: collect the Flink job into
+    DIRECTORY, re-plan it each window from its running placement and apply the plan when its
+    predicted gain holds for --confirm-windows windows; one journal line per window."""
     from streamsched import resolve
     from streamsched.model.units import check_unit
     from streamsched.pipeline.session import resolve_path
@@ -204,12 +220,20 @@ def watch(
         options[key] = value
     planner_scheduler.replan_settings(options)  # a bad value fails now, naming the option
     cluster_file = Path(cluster) if cluster is not None and Path(cluster).exists() else None
-    planner = Replanner(planner_scheduler, resolve.cluster(cluster), options, seed, out or store / "assignments",
-                        running=_running_reader(directory))
+    if apply_flink is not None:
+        from streamsched.cli import live
+
+        planner = live.make_loop(apply_flink, job_id, directory, planner_scheduler, resolve.cluster(cluster), options,
+                                 seed, window, out or store / "assignments", journal, min_gain, confirm_windows, payback,
+                                 dry_run, load_unit)
+    else:
+        planner = Replanner(planner_scheduler, resolve.cluster(cluster), options, seed, out or store / "assignments",
+                            running=_running_reader(directory))
     if planner.cluster.capacity_unit != load_unit:
         raise InputError(f"--load-unit: {load_unit!r}, but cluster {planner.cluster.name!r} has capacities in "
                          f"{planner.cluster.capacity_unit!r}")
-    _resume(planner)
+    if apply_flink is None:
+        _resume(planner)
     check_writable(store, "--store")
     check_writable(out or store / "assignments", "--out")
     metrics = None
@@ -217,6 +241,8 @@ def watch(
         from streamsched.loop_metrics import LoopMetrics
 
         metrics = LoopMetrics()
+        if apply_flink is not None:
+            planner.record_apply = metrics.record_apply
         served = metrics.serve(metrics_port)
         err_console.print(f"loop metrics at http://127.0.0.1:{served}/metrics", highlight=False)
     spark = _spark(master)
@@ -226,7 +252,11 @@ def watch(
     if metrics is not None:
         metrics.watch_rows(lambda: runner.run_counts)
     try:
-        report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
+        if apply_flink is None:
+            report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
+        else:
+            with live.running(planner, window):
+                report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
     finally:
         if metrics is not None:
             metrics.close()

@@ -251,3 +251,22 @@ def chunk_line(chunk: Mapping[str, Any]) -> str:
     nodes in it and the counter resets."""
     return (f"chunk of {num(chunk['rows'])} pairs over {chunk['seconds']:.1f} s: current placement "
             f"{remote_line(chunk['current'])} ({len(chunk['resets'])} counter resets)")
+
+
+def journal_lines(result: Mapping[str, Any]) -> list[str]:
+    """``journal``: the windows (complete or where not), decisions by kind, each apply with the
+    measured value before and after beside the prediction."""
+    lines = [f"{num(result['windows'])} windows from {when(result['first_end'])} to {when(result['last_end'])}: "
+             + ("complete (one line per window)" if result["complete"] else
+                f"NOT complete (gaps before {', '.join(when(g) for g in result['gaps'])}; "
+                f"twice: {', '.join(when(d) for d in result['duplicates']) or 'none'})"),
+             "decisions: " + ", ".join(f"{k} {num(v)}" for k, v in sorted(result["decisions"].items()))]
+    for a in result["applies"]:
+        unit = "records/s" if a["basis"] == "throughput" else "remote bytes/s"
+        lines.append(f"  apply in the window ending {when(a['window'])}: {num(a['moved'])} subtasks moved, downtime "
+                     f"{num(a['downtime_s'])} s; {unit} measured {num(a['measured_before'])} before, predicted "
+                     f"{num(a['predicted'])}, measured {num(a['measured_after'])} after "
+                     f"({num(a['windows_after'])} windows)")
+    if result.get("html"):
+        lines.append(f"page: {result['html']}")
+    return lines

@@ -653,3 +653,54 @@ def versus(graph: TaskGraph, cluster: Cluster, sides: Sequence[tuple[str, Placem
         ax.text(4, bottom + 7 + line, f"the {shown.size} of {cluster.n_nodes} nodes sending most to other nodes",
                 fontsize=font, va="center", gid=f"{prefix}vs-note-label-0")
     return fig
+
+
+#: How the live loop's timeline marks a window's decision: colour and line style.
+DECISION_MARKS = {"apply": ("#d62728", "-"), "apply-failed": ("#7f7f7f", "-"), "would-apply": ("#ff7f0e", "--")}
+
+
+def loop_timeline(rows: Sequence[dict], prefix: str = "") -> Figure:
+    """The live loop's journal over time (x: seconds since the first window's end): measured
+    source records/s and remote bytes/s per window (the current placement's predicted
+    throughput dashed where known), each apply (red line), dry-run proposal (orange dashed) and
+    failed apply (grey) marked at its window, cluster-file changes as dotted lines, and the
+    windows that overlapped an apply shaded."""
+    ends = [row["window"]["end"] for row in rows]
+    origin = ends[0] if ends else 0.0
+    x = [e - origin for e in ends]
+    fig = _new_figure(560, 330)
+    top, bottom = fig.add_subplot(2, 1, 1), fig.add_subplot(2, 1, 2, sharex=top)
+    measured = [(row.get("measured") or {}).get("throughput") for row in rows]
+    predicted = [(row.get("current") or {}).get("predicted") if row.get("basis") == "throughput" else None
+                 for row in rows]
+    remote = [(row.get("measured") or {}).get("remote_bytes_per_s") for row in rows]
+    for ax, values, label, style in ((top, measured, "measured source records/s", "-"),
+                                     (top, predicted, "predicted for the running placement", "--"),
+                                     (bottom, remote, "measured remote bytes/s", "-")):
+        pts = [(xi, v) for xi, v in zip(x, values) if v is not None and math.isfinite(v)]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", markersize=3, linestyle=style, label=label)
+    for xi, row in zip(x, rows):
+        mark = DECISION_MARKS.get(row.get("decision"))
+        for ax in (top, bottom):
+            if mark:
+                ax.axvline(xi, color=mark[0], linestyle=mark[1], linewidth=1.2)
+            if row.get("cluster_changed"):
+                ax.axvline(xi, color="#555555", linestyle=":", linewidth=1.0)
+            if row.get("decision") == "settling":
+                ax.axvspan(xi - row["window"]["seconds"], xi, color="#d62728", alpha=0.08, linewidth=0)
+    top.plot([], [], color=DECISION_MARKS["apply"][0], label="apply")
+    top.plot([], [], color="#555555", linestyle=":", label="cluster file changed")
+    top.set_ylabel("records/s", fontsize=8)
+    bottom.set_ylabel("bytes/s", fontsize=8)
+    bottom.set_xlabel("seconds since the first window's end (one point per window)", fontsize=8)
+    for ax in (top, bottom):
+        ax.yaxis.set_major_formatter(EngFormatter())
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    top.legend(fontsize=6, loc="lower left")
+    bottom.legend(fontsize=6, loc="lower left")
+    fig.subplots_adjust(left=0.12, right=0.98, top=0.97, bottom=0.13, hspace=0.12)
+    fig.set_gid(f"{prefix}loop-timeline")
+    return fig

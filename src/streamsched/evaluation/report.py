@@ -532,3 +532,33 @@ window.addEventListener('load', function () {
   document.body.setAttribute('data-ready', 'yes');
 });
 </script>"""
+
+
+def write_loop_report(path: str | Path, rows: list[dict[str, Any]], summary: dict[str, Any], title: str) -> Path:
+    """One HTML page of the live loop's journal: its timeline (:func:`loop_timeline`) and a
+    table of the applies (moved subtasks, downtime, measured before and after, predicted)."""
+    from streamsched.evaluation.pictures import loop_timeline
+
+    path = check_report_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary["decisions"].items()))
+    parts = [_HEAD.format(title=html.escape(title)), f"<h1>{html.escape(title)}</h1>",
+             f"<p class='note'>{summary['windows']} windows ("
+             + ("complete" if summary["complete"] else "<b>not complete</b>") + f"); decisions: {html.escape(counts)}."
+             " Measured values are the collector's readings over each window; predictions are the throughput "
+             "model's (T1-T5) on the window's snapshot.</p>"]
+    if rows:
+        parts.append(_figure(svg(loop_timeline(rows, prefix="l-")), "measured throughput and remote bytes per "
+                             "window, decisions marked", "timeline"))
+    table = [{"window end": apply["window"], "moved subtasks": apply["moved"], "downtime s": apply["downtime_s"],
+              "basis": apply["basis"], "measured before": apply["measured_before"], "predicted": apply["predicted"],
+              "measured after": apply["measured_after"], "windows after": apply["windows_after"]}
+             for apply in summary["applies"]]
+    if table:
+        head = "".join(f"<th>{html.escape(k)}</th>" for k in table[0])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_format(v, '{:.4g}'))}"
+                                        f"</td>" for v in row.values()) + "</tr>" for row in table)
+        parts.append(f"<table id='applies'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    parts.append(_SCRIPT + "</body></html>")
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
