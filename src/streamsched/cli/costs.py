@@ -1,11 +1,13 @@
 """``fit-costs``: learn per-operator CPU per tuple and the extra CPU per remote tuple from a
 snapshot history and the placements its windows ran under (docs/evaluation.md, "Learning the
-cost model from monitoring data")."""
+cost model from monitoring data"); ``fit-flink``: the throughput model fitted to a Flink job's
+measured windows (:mod:`streamsched.engines.flink.fit`)."""
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 from typing import Optional
@@ -97,3 +99,46 @@ def fit_costs_command(
     console.print(f"fitted on {len(fit.windows)} windows ({fit.placements} placements, {fit.observations:,} task "
                   f"observations), {fit.weighting} weighting; residual {fit.residual_rel_std:.2%} of the fitted load "
                   f"(rms), R² {fit.r_squared:.4f}")
+
+
+@app.command("fit-flink")
+def fit_flink_command(
+    measurements: Path = typer.Argument(..., help="measurement file: windows of a Flink job under several placements, "
+                                        "with each TaskManager's CPU (benchmarks/network_lab.py --json)"),
+    reference: str = typer.Option("flink-default", "--reference",
+                                  help="the placement whose reading predicts the others (the running one)"),
+    as_json: bool = typer.Option(False, "--json", help="print the fits and held-out errors as JSON"),
+) -> None:
+    """Fit the throughput model to a Flink job's measurements (CPU per record per operator and
+    per remote record from the TaskManagers' CPU time, the links' payload share) and state its
+    held-out error: each placement predicted by a fit without it, beside "placement changes
+    nothing"."""
+    from streamsched.engines.flink import fit as flink_fit
+    from streamsched.model.io import read_document
+
+    cells = flink_fit.read_measurements(read_document(measurements), str(measurements))
+    out = []
+    for name, cluster, windows in cells:
+        model = flink_fit.fit(windows)
+        held = flink_fit.held_out(windows, cluster, reference)
+        out.append({"cell": name, "fit": model.to_dict(), "held_out": held})
+    if as_json:
+        print(json.dumps(out, indent=1))
+        return
+    for cell in out:
+        model = cell["fit"]
+        console.print(f"{cell['cell']}: CPU µs per record " + ", ".join(
+            f"{op} {_fixed(v * 1e6, 3)}" for op, v in model["operator_cpu_s_per_record"].items())
+            + f"; per remote record {_fixed(model['net_cpu_s_per_remote_record'] * 1e6, 3)}; TaskManager "
+            f"{model['base_cores']:.2f} cores; links carry {model['link_efficiency']:.1%} payload "
+            f"({model['windows']} windows, {model['placements']} placements, CPU residual "
+            f"{model['cpu_residual_rel']:.1%})", highlight=False)
+        table = Table("placement", "measured records/s", "predicted (held out)", "error", "'nothing changes' error")
+        for h in cell["held_out"]:
+            table.add_row(h["placement"], _fixed(h["measured"], 4), _fixed(h["predicted"], 4), f"{h['error']:.1%}",
+                          f"{h['unchanged_error']:.1%}")
+        console.print(table)
+        errors = [h["error"] for h in cell["held_out"]]
+        console.print(f"median held-out error {statistics.median(errors):.1%} against "
+                      f"{statistics.median(h['unchanged_error'] for h in cell['held_out']):.1%} for "
+                      f"'nothing changes'", highlight=False)

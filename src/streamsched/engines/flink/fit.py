@@ -1,0 +1,211 @@
+"""The throughput model (docs/model.md T1-T5) fitted to a Flink job's measurements.
+
+A measurement is a window of the job under one placement: the reading's graph (records and
+bytes per subtask pair), each subtask's TaskManager, the source records/s, each TaskManager's
+CPU (its JVM's ``Status.JVM.CPU.Time`` differenced: cores) and, where the links are counted
+(the network lab's veths), each TaskManager's wire bytes in and out. From windows under
+several placements:
+
+    F1  cpu_wk = b + sum_o c_o p_wko + c_net x_wk     (non-negative least squares)
+
+with ``p_wko`` the records/s the subtasks of operator o on TaskManager k process (received;
+sent for a source), ``x_wk`` the records/s on subtask pairs split between k and another
+TaskManager with an end on k (T1's remote records), ``b`` a TaskManager's own CPU (JVM,
+metrics, checkpoints). Per record CPU is not Flink's busy time, which counts a throttled or
+waiting subtask as busy: F1 fits what the TaskManagers' CPU time says.
+
+    F2  eta = median over windows of Flink's remote payload bytes / the links' wire bytes
+
+(framing, TCP/IP headers and acknowledgements: the share of a shaped link's rate that carries
+records). A placement P is predicted from a reading of the job under another placement: each
+task's load ``c_o p_t`` (cores at the reading's rate), each node's CPU ``cap_k - b``, its links
+``eta net_k``, ``c = c_net`` per remote record at each end, then T1-T5
+(:func:`streamsched.model.throughput.predict_throughput`).
+
+Held out (:func:`held_out`): each placement is predicted by a fit on the others' windows alone,
+from the reference placement's reading; the baseline is "placement changes nothing" (the
+reference's measured throughput for every placement).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+from scipy.optimize import nnls
+
+from streamsched.errors import InputError
+from streamsched.evaluation.engine_models import graph_of
+from streamsched.model.cluster import Cluster
+from streamsched.model.taskgraph import TaskGraph
+from streamsched.model.throughput import ThroughputPrediction, predict_throughput
+
+FORMAT = "streamsched.flink-fit/1"
+
+
+@dataclass(frozen=True)
+class Window:
+    """One measured window: graph, TaskManager per subtask, source records/s, CPU cores per
+    TaskManager, and (optional) Flink's remote payload and the links' wire bytes/s."""
+
+    placement: str
+    graph: TaskGraph
+    taskmanagers: tuple[str, ...]
+    throughput: float
+    cpu: dict[str, float]
+    payload_bytes: float | None = None
+    wire_bytes: float | None = None
+
+
+@dataclass(frozen=True)
+class FlinkFit:
+    """F1-F2's parameters: CPU seconds per record per operator, per remote record, per
+    TaskManager (cores), and the links' payload share."""
+
+    operator_cpu: dict[str, float]
+    net_cpu_per_record: float
+    base_cores: float
+    link_efficiency: float
+    windows: int
+    placements: int
+    residual_rel: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "operator_cpu_s_per_record": self.operator_cpu,
+                "net_cpu_s_per_remote_record": self.net_cpu_per_record, "base_cores": self.base_cores,
+                "link_efficiency": self.link_efficiency, "windows": self.windows, "placements": self.placements,
+                "cpu_residual_rel": self.residual_rel}
+
+
+def processed(graph: TaskGraph) -> np.ndarray:
+    """Records/s each task processes: received, or sent where it receives nothing (a source)."""
+    received = np.bincount(graph.dst, weights=graph.rate, minlength=graph.n_tasks)
+    sent = np.bincount(graph.src, weights=graph.rate, minlength=graph.n_tasks)
+    return np.where(received > 0, received, sent)
+
+
+def _node_index(taskmanagers: Sequence[str], names: list[str]) -> np.ndarray:
+    return np.array([names.index(tm) for tm in taskmanagers], dtype=np.int64)
+
+
+def design(windows: Sequence[Window]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """F1's rows, one per (window, TaskManager with a CPU reading): columns b, c_o per
+    operator, c_net; and the measured cores."""
+    operators = sorted({name for w in windows for name in w.graph.operator_names})
+    rows, y = [], []
+    for w in windows:
+        names = sorted(set(w.taskmanagers) | set(w.cpu))
+        node = _node_index(w.taskmanagers, names)
+        work = processed(w.graph)
+        cut = node[w.graph.src] != node[w.graph.dst]
+        remote = np.bincount(node[w.graph.src][cut], weights=w.graph.rate[cut], minlength=len(names)) + \
+            np.bincount(node[w.graph.dst][cut], weights=w.graph.rate[cut], minlength=len(names))
+        for k, tm in enumerate(names):
+            cores = w.cpu.get(tm, math.nan)
+            if not math.isfinite(cores):
+                continue
+            per_op = np.zeros(len(operators))
+            for t in np.flatnonzero(node == k):
+                per_op[operators.index(w.graph.operator_names[w.graph.task_operator[t]])] += work[t]
+            rows.append([1.0, *per_op, remote[k]])
+            y.append(cores)
+    return ["base", *operators, "remote"], np.array(rows), np.array(y)
+
+
+def fit(windows: Sequence[Window]) -> FlinkFit:
+    """F1 by non-negative least squares (each row scaled by its measured cores: relative
+    errors) and F2; bad input (no window, no CPU reading) is one line."""
+    if not windows:
+        raise InputError("fit: no measured window")
+    names, x, y = design(windows)
+    if y.size < len(names):
+        raise InputError(f"fit: {y.size} TaskManager windows with a CPU reading for {len(names)} parameters "
+                         f"(measure more windows or placements)")
+    weight = 1.0 / np.maximum(y, 1e-3)
+    coef, _ = nnls(x * weight[:, None], y * weight)
+    fitted = x @ coef
+    residual = float(np.median(np.abs(fitted - y) / np.maximum(y, 1e-3)))
+    shares = [w.payload_bytes / w.wire_bytes for w in windows
+              if w.payload_bytes and w.wire_bytes and w.wire_bytes > 0]
+    return FlinkFit({n: float(c) for n, c in zip(names[1:-1], coef[1:-1])}, float(coef[-1]), float(coef[0]),
+                    float(statistics.median(shares)) if shares else 1.0, len(windows),
+                    len({w.placement for w in windows}), residual)
+
+
+def predict(model: FlinkFit, reading: Window, cluster: Cluster, taskmanagers: Sequence[str]) -> ThroughputPrediction:
+    """T1-T5 of the placement ``taskmanagers`` (one per subtask) from ``reading`` (a window
+    under another placement), with F1-F2's parameters; ``cluster`` names every TaskManager with
+    its cores and link capacities."""
+    graph = reading.graph
+    missing = sorted(set(graph.operator_names) - set(model.operator_cpu))
+    if missing:
+        raise InputError(f"fit: no CPU cost fitted for operator {missing[0]!r}")
+    cost = np.array([model.operator_cpu[graph.operator_names[o]] for o in graph.task_operator])
+    loaded = TaskGraph.build(graph.name, graph.operator_names, graph.task_operator, cost * processed(graph),
+                             graph.src, graph.dst, graph.rate, graph.bytes_rate, where=graph.name,
+                             load_unit=graph.load_unit)
+    scale = lambda v: None if v is None else v * model.link_efficiency  # noqa: E731
+    nodes = [replace(n, capacity=max(n.capacity - model.base_cores, 1e-6), net_in=scale(n.net_in),
+                     net_out=scale(n.net_out)) for n in cluster.nodes]
+    machines = replace(cluster, nodes=tuple(nodes) if isinstance(cluster.nodes, tuple) else nodes)
+    node_of = _node_index(taskmanagers, [n.name for n in cluster.nodes])
+    return predict_throughput(loaded, machines, node_of, model.net_cpu_per_record)
+
+
+def held_out(windows: Sequence[Window], cluster: Cluster, reference: str) -> list[dict[str, Any]]:
+    """Leave one placement out: each placement's median throughput predicted from the
+    ``reference`` placement's last window by a fit on the other placements' windows (the
+    reference itself from the next placement's window), beside "nothing changes"."""
+    by = {}
+    for w in windows:
+        by.setdefault(w.placement, []).append(w)
+    if reference not in by or len(by) < 3:
+        raise InputError(f"fit: leave-one-out needs the reference {reference!r} and at least 2 other placements")
+    out = []
+    for name, own in by.items():
+        base = reference if name != reference else next(p for p in by if p != reference)
+        rest = [w for w in windows if w.placement != name]
+        model = fit(rest)
+        measured = statistics.median(w.throughput for w in own)
+        predicted = predict(model, by[base][-1], cluster, own[-1].taskmanagers).throughput
+        unchanged = statistics.median(w.throughput for w in by[base])
+        out.append({"placement": name, "from": base, "measured": measured, "predicted": predicted,
+                    "error": abs(predicted - measured) / measured, "unchanged_error": abs(unchanged - measured) / measured})
+    return out
+
+
+def read_measurements(data: Any, where: str) -> list[tuple[str, Cluster, list[Window]]]:
+    """The cells of a measurement file (``benchmarks/network_lab.py --json``): per cell, its
+    name, cluster (cores and link capacities per TaskManager) and windows; one-line errors."""
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise InputError(f"{where}: expected a JSON object with a list 'cells' (benchmarks/network_lab.py --json)")
+    out = []
+    for c, cell in enumerate(data["cells"]):
+        w = f"{where}.cells[{c}]"
+        if not isinstance(cell, dict):
+            raise InputError(f"{w}: expected an object")
+        cluster = Cluster.from_dict(cell.get("cluster"), f"{w}.cluster")
+        windows = []
+        for name, entries in (cell.get("placements") or {}).items():
+            for e, entry in enumerate(entries if isinstance(entries, list) else []):
+                for i, row in enumerate(entry.get("windows", []) if isinstance(entry, dict) else []):
+                    at = f"{w}.placements.{name}[{e}].windows[{i}]"
+                    try:
+                        graph = graph_of(row["graph"], f"{at}.graph")
+                        links = row.get("link_bytes_per_s") or {}
+                        wire = sum(float(v["in"]) for v in links.values()) if links else None
+                        windows.append(Window(str(name), graph, tuple(str(t) for t in row["taskmanagers"]),
+                                              float(row["source_records_per_s"]),
+                                              {str(k): float(v) for k, v in row["cpu_cores"].items()},
+                                              float(row["remote_bytes_per_s"]), wire))
+                    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                        raise InputError(f"{at}: {exc!r} (expected graph, taskmanagers, source_records_per_s, "
+                                         f"cpu_cores, remote_bytes_per_s)") from None
+                    if len(windows[-1].taskmanagers) != graph.n_tasks:
+                        raise InputError(f"{at}.taskmanagers: {len(windows[-1].taskmanagers)} for "
+                                         f"{graph.n_tasks} subtasks")
+        out.append((str(cell.get("cell", f"cell {c}")), cluster, windows))
+    return out
