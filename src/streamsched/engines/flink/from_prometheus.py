@@ -134,10 +134,11 @@ class TimeRange:
 
     @property
     def points(self) -> int:
-        return int(math.floor((self.end - self.start) / self.step + 1e-9)) + 1
+        """Points of the grid, counted in whole ms as Prometheus counts them."""
+        return round((self.end - self.start) * 1000) // round(self.step * 1000) + 1
 
     def time(self, k: int) -> float:
-        return self.start + k * self.step
+        return (round(self.start * 1000) + k * round(self.step * 1000)) / 1000
 
 
 def parse_duration(text: str, option: str) -> float:
@@ -225,7 +226,7 @@ def _series(result: list[dict[str, Any]], grid: TimeRange, where: str) -> list[S
                     and not isinstance(point[0], bool) and isinstance(point[1], str)):
                 raise InputError(f"{w}.values[{m}]: expected [time, \"value\"], got {str(point)[:80]}")
             slot = int(round((point[0] - grid.start) / grid.step))
-            if not 0 <= slot < grid.points or abs(point[0] - grid.time(slot)) > 0.0015:
+            if not 0 <= slot < grid.points or abs(point[0] - grid.time(slot)) > 0.0005:
                 raise InputError(f"{w}.values[{m}]: time {point[0]!r} is not a point of the asked grid")
             try:
                 values[slot] = float(point[1])
@@ -337,10 +338,12 @@ def read_range(api: PrometheusApi, job: str, grid: TimeRange, interval_s: float 
     job_id, _label = find_job(api, job, grid)
     documents, topology_from = topology_documents(flink_url, flink_dir, job_id, timeout, deadline)
     span = grid.points - 1
-    per = span if interval_s is None else interval_s / grid.step
-    if interval_s is not None and (abs(per - round(per)) > 1e-6 or round(per) < 1):
-        raise InputError(f"--interval {interval_s:g} s: must be a whole multiple of --step {grid.step:g} s")
-    per = max(1, int(round(per)))
+    per = span
+    if interval_s is not None:
+        interval_ms, step_ms = round(interval_s * 1000), round(grid.step * 1000)
+        if interval_ms < step_ms or interval_ms % step_ms:
+            raise InputError(f"--interval {interval_s:g} s: must be a whole multiple of --step {grid.step:g} s")
+        per = interval_ms // step_ms
     if span < 1:
         raise InputError(f"the range {grid.start:g} .. {grid.end:g} holds less than one --step {grid.step:g} s")
     bounds = list(range(0, span + 1, per))
