@@ -2,7 +2,8 @@
 ``answer(path parts, query string) -> (status, body bytes)``, one request at a time (under
 ``lock``, which a test also takes to change what ``answer`` serves). A misbehaving server:
 ``(status, body, seconds)`` sends the body one byte every ``seconds`` (after the lock is
-released); a status of None closes the connection without an answer."""
+released); a status of None closes the connection without an answer, after ``seconds`` of
+silence when they are given (a server that never answers, while it answers other requests)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class JsonServer:
                 with lock:
                     status, body, *trickle = answer([unquote(p) for p in url.path.split("/") if p], url.query)
                 if status is None:
+                    if trickle:
+                        time.sleep(trickle[0])
                     self.close_connection = True
                     return
                 self.send_response(status)

@@ -158,6 +158,114 @@ def test_http_5xx_and_resets_are_retried(serve, tmp_path, capsys):
     assert "4 tries" in one_error_line(capsys)
 
 
+# ----------------------------------------- issue 34: deadlines on the default path (no option)
+def _silent(answer, path_start: list[str], times: set[int] | None = None):
+    """``answer`` but the requests whose path starts with ``path_start`` (the ``times``-th of
+    them, counting from 1; None: all) get no answer for 30 s (then a closed connection)."""
+    seen = {"n": 0}
+
+    def silent(parts, query):
+        if parts[:len(path_start)] == path_start:
+            seen["n"] += 1
+            if times is None or seen["n"] in times:
+                return None, b"", 30.0
+        return answer(parts, query)
+
+    return silent
+
+
+SUPERVISORS = ["api", "v1", "supervisor", "summary"]
+#: Seconds of slack over a deadline on a busy 2-core machine (imports, the staged directory).
+SLACK_S = 5.0
+
+
+@pytest.fixture()
+def short_defaults(monkeypatch):
+    """The REST readers' default deadlines made short (the constants the default path reads at
+    call time; no option is given). The commands are imported first: their help states the
+    real defaults."""
+    import streamsched.cli.engines  # noqa: F401
+    import streamsched.cli.pipeline  # noqa: F401
+    from streamsched.engines import rest_client
+
+    def set_defaults(request_s: float, read_s: float) -> None:
+        monkeypatch.setattr(rest_client, "REQUEST_TIMEOUT_S", request_s)
+        monkeypatch.setattr(rest_client, "READ_TIMEOUT_S", read_s)
+
+    return set_defaults
+
+
+@pytest.mark.parametrize("request_s, read_s, says", [
+    (1.0, 30.0, "within 1 s per request"),      # the request's default ends it
+    (30.0, 1.5, "within --timeout 1.5 s"),      # the whole read's default ends it
+])
+def test_read_engine_storm_ui_silent_supervisor_summary_ends_by_the_default_deadlines(
+        serve, tmp_path, capsys, short_defaults, request_s, read_s, says):
+    short_defaults(request_s, read_s)
+    url = serve(_silent(storm_answer(), SUPERVISORS))
+    out = tmp_path / "o" / "r"
+    code, took = run(["read-engine", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID, "--out", str(out)])
+    assert code == 2 and took < min(request_s, read_s) + SLACK_S, took
+    line = one_error_line(capsys)
+    assert "/api/v1/supervisor/summary: Storm UI gave no complete answer " + says in line, line
+    assert not out.exists() and list((tmp_path / "o").iterdir()) == []
+
+
+def test_read_engine_flink_silent_jobmanager_ends_by_the_default_deadline(serve, tmp_path, capsys, short_defaults):
+    short_defaults(30.0, 1.5)
+    url = serve(_silent(_flink_answer(), ["jobs", "overview"]))
+    out = tmp_path / "o" / "r"
+    code, took = run(["read-engine", "flink", "--url", url, "--window", "0", "--out", str(out)])
+    assert code == 2 and took < 1.5 + SLACK_S, took
+    assert "/jobs/overview: Flink JobManager gave no complete answer within --timeout 1.5 s" in one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_read_engine_defaults_are_stated_in_the_help(capsys):
+    from streamsched.engines.rest_client import READ_TIMEOUT_S, REQUEST_TIMEOUT_S
+
+    for engine in ("storm-ui", "flink"):
+        assert main(["read-engine", engine, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.replace("│", " ").split())
+        assert f"seconds for the whole read, every request ended by then (default {READ_TIMEOUT_S:g})" in text \
+            or f"seconds for the whole read, window included (default {READ_TIMEOUT_S:g})" in text
+        assert f"per request, tries included (default {REQUEST_TIMEOUT_S:g})" in text
+
+
+@pytest.mark.parametrize("engine", ["storm-ui", "flink"])
+def test_collect_first_reading_ends_by_the_default_reading_deadline(serve, tmp_path, capsys, short_defaults, engine):
+    """No --timeout (the loop runs until stopped), no --read-timeout: a server that never answers
+    ends the first reading by the default, which ends the command (exit 2)."""
+    short_defaults(30.0, 1.5)
+    if engine == "storm-ui":
+        url = serve(_silent(storm_answer(), SUPERVISORS))
+        argv = ["collect", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID]
+    else:
+        url = serve(_silent(_flink_answer(), ["jobs", "overview"]))
+        argv = ["collect", "flink", "--url", url]
+    code, took = run(argv + ["--out", str(tmp_path / "chunks"), "--interval", "1"])
+    assert code == 2 and took < 1.5 + SLACK_S, took
+    assert "gave no complete answer within --read-timeout 1.5 s" in one_error_line(capsys)
+
+
+def test_collect_deadline_is_per_reading_not_per_run(serve, tmp_path, capsys, short_defaults):
+    """The second reading's supervisor summary never comes: that reading ends by the reading
+    deadline, is reported, and the next poll reads again (its chunk covers the longer interval)."""
+    short_defaults(30.0, 1.0)
+    url = serve(_silent(storm_answer(), SUPERVISORS, times={2}))
+    out = tmp_path / "chunks"
+    code, took = run(["collect", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID, "--out", str(out),
+                      "--interval", "0.3", "--timeout", "3.5"])
+    err = capsys.readouterr().err
+    assert code == 0 and took < 3.5 + SLACK_S, (took, err)
+    failed = [line for line in err.splitlines() if line.startswith("reading failed, trying again:")]
+    assert len(failed) == 1 and "supervisor/summary" in failed[0] and "--read-timeout 1 s" in failed[0], err
+    chunks = sorted(out.glob("traffic-storm-*.csv"))
+    assert chunks, err
+    covers = [json.loads((out / f".{c.name}.json").read_text())["covers"] for c in chunks]
+    assert any(b - a >= 1.0 for a, b in covers), covers  # the interval across the failed reading
+
+
 # --------------------------------------------------------------- the wrong topology or job
 def test_read_engine_storm_ui_refuses_answer_for_another_topology(serve, tmp_path, capsys):
     other = "other-7-1714550000"

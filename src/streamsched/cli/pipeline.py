@@ -9,7 +9,7 @@ import json
 import math
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -19,6 +19,7 @@ from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, Wor
                                     load_inputs, parse_params, read_placement)
 from streamsched.cli.summaries import (chunk_line, generated_lines, job_lines, live_loop_lines, log_collected_lines,
                                        rest_collected_lines, watch_lines)
+from streamsched.engines.rest_client import READ_TIMEOUT_S, REQUEST_TIMEOUT_S
 from streamsched.errors import InputError
 
 console = Console()
@@ -30,6 +31,13 @@ ChunksOutOpt = typer.Option(..., "--out", "-o", help="directory watch reads (chu
 IntervalOpt = typer.Option(60.0, "--interval", help="seconds between readings")
 ReadingOnceOpt = typer.Option(False, "--once", help="one reading (a chunk from the second on), then stop")
 TimeoutOpt = typer.Option(None, "--timeout", help="stop after this many seconds (default: run until stopped)")
+ReadTimeoutOpt = typer.Option(None, "--read-timeout", help=f"seconds one reading may take, all its requests and "
+                              f"waits (default {READ_TIMEOUT_S:g}); a reading cut off is retried at the next poll")
+
+
+def http_timeout_option(server: str) -> Any:
+    return typer.Option(None, "--http-timeout", help=f"seconds to wait for the {server}'s answer to one request, "
+                                                      f"tries included (default {REQUEST_TIMEOUT_S:g})")
 
 
 def check_writable(directory: Path, option: str) -> None:
@@ -547,7 +555,8 @@ def collect_log(
 
 
 def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[float], as_json: bool) -> None:
-    """Poll the collector ``make_collector()`` builds; every chunk and counter reset on stderr."""
+    """Poll the collector ``make_collector(deadline)`` builds (``deadline``: the command's
+    ``--timeout``; each reading has its own, ``--read-timeout``); every chunk and counter reset on stderr."""
     from streamsched.engines.rest_client import Deadline
 
     if not (math.isfinite(interval) and interval > 0):
@@ -576,7 +585,8 @@ def _follow_rest(make_collector, interval: float, once: bool, timeout: Optional[
         return
     try:
         collector.follow(interval, timeout, report,
-                         lambda message: err_console.print(f"reading failed, trying again: {message}", highlight=False))
+                         lambda message: err_console.print(f"reading failed, trying again: {message}", highlight=False,
+                                                           soft_wrap=True))
     except KeyboardInterrupt:
         pass
 
@@ -589,7 +599,8 @@ def collect_storm_ui(
     interval: float = IntervalOpt,
     once: bool = ReadingOnceOpt,
     timeout: Optional[float] = TimeoutOpt,
-    http_timeout: float = typer.Option(10.0, "--http-timeout", help="seconds to wait for the UI's answer"),
+    read_timeout: Optional[float] = ReadTimeoutOpt,
+    http_timeout: Optional[float] = http_timeout_option("UI"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Poll the Storm UI REST API (window :all-time) every INTERVAL: each interval's tuples
@@ -597,7 +608,8 @@ def collect_storm_ui(
     resets (a restarted worker) counted from zero and reported; a restart continues from OUT."""
     from streamsched.pipeline.collect_rest import StormUICollector
 
-    _follow_rest(lambda deadline: StormUICollector(url, topology_id, out, http_timeout, deadline=deadline),
+    _follow_rest(lambda deadline: StormUICollector(url, topology_id, out, http_timeout, deadline=deadline,
+                                                   read_timeout=read_timeout),
                  interval, once, timeout, as_json)
 
 
@@ -609,7 +621,8 @@ def collect_flink(
     interval: float = IntervalOpt,
     once: bool = ReadingOnceOpt,
     timeout: Optional[float] = TimeoutOpt,
-    http_timeout: float = typer.Option(10.0, "--http-timeout", help="seconds to wait for the JobManager's answer"),
+    read_timeout: Optional[float] = ReadTimeoutOpt,
+    http_timeout: Optional[float] = http_timeout_option("JobManager"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Poll a Flink job's REST API every INTERVAL (one consistent metrics fetch per reading):
@@ -618,7 +631,8 @@ def collect_flink(
     a restart continues from OUT."""
     from streamsched.pipeline.collect_rest import FlinkCollector
 
-    _follow_rest(lambda deadline: FlinkCollector(url, out, job_id, http_timeout, deadline=deadline),
+    _follow_rest(lambda deadline: FlinkCollector(url, out, job_id, http_timeout, deadline=deadline,
+                                                 read_timeout=read_timeout),
                  interval, once, timeout, as_json)
 
 

@@ -2,9 +2,11 @@
 
 One layer for every request:
 
-- **deadlines**: a request ends by ``timeout`` seconds after it starts *and* by the command's
-  :class:`Deadline`, whatever the server does (a timer shuts the socket at the deadline, so a
-  server trickling one byte a second is cut off as surely as a silent one);
+- **deadlines**: a request ends by ``timeout`` seconds after it starts (default
+  :data:`REQUEST_TIMEOUT_S`) *and* by its reading's :class:`Deadline` (a whole ``read-engine``
+  read, or one poll of a collector: default :data:`READ_TIMEOUT_S`, never past the command's
+  own end), whatever the server does (a timer shuts the socket at the deadline, so a server
+  trickling one byte a second is cut off as surely as a silent one);
 - **retries**: an HTTP 5xx answer, a reset or a connection closed mid-answer is tried again
   after 0.25 s, 0.5 s, 1 s (at most :data:`ATTEMPTS` tries, never past the deadline); a 4xx
   answer is not (the server said what is wrong);
@@ -33,6 +35,11 @@ ATTEMPTS = 4
 BACKOFF_S = 0.25
 #: Largest answer read, bytes.
 MAX_BODY = 256 << 20
+#: Seconds one request may take by default, its retries included (``--http-timeout``).
+REQUEST_TIMEOUT_S = 10.0
+#: Seconds one reading may take by default, every request and wait of it included: a whole
+#: ``read-engine`` read (``--timeout``) or one poll of a collector (``--read-timeout``).
+READ_TIMEOUT_S = 60.0
 _RETRIED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.RemoteDisconnected,
             http.client.IncompleteRead)
 
@@ -42,32 +49,50 @@ class HTTPStatusError(InputError):
 
 
 class Deadline:
-    """The end of a whole command (``--timeout`` seconds from its start; None: no end)."""
+    """The end of a command or of one reading: ``seconds`` from now (None: no end of its own),
+    never later than ``within`` (the command's end, for a reading)."""
 
-    def __init__(self, seconds: float | None, option: str = "--timeout") -> None:
+    def __init__(self, seconds: float | None, option: str = "--timeout", within: Deadline | None = None) -> None:
         if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
             raise InputError(f"{option}: {seconds!r}; must be a positive number of seconds")
         self.seconds, self.option = seconds, option
-        self.end = math.inf if seconds is None else time.monotonic() + seconds
+        own = math.inf if seconds is None else time.monotonic() + seconds
+        self.outer = within if within is not None and within.end < own else None
+        self.end = own if self.outer is None else self.outer.end
 
     def left(self) -> float:
         return self.end - time.monotonic()
 
     def describe(self) -> str:
-        return f"{self.option} {self.seconds:g} s"
+        """The option that sets this end (the command's, when it comes first)."""
+        return self.outer.describe() if self.outer is not None else f"{self.option} {self.seconds:g} s"
 
 
-def get_json(url: str, timeout: float, service: str, error_detail: Callable[[Any], str],
+def reading_deadline(seconds: float | None = None, option: str = "--timeout",
+                     within: Deadline | None = None) -> Deadline:
+    """One reading's end: ``seconds`` from now (None: :data:`READ_TIMEOUT_S`), never past ``within``."""
+    return Deadline(READ_TIMEOUT_S if seconds is None else seconds, option, within)
+
+
+def request_timeout(seconds: float | None = None) -> float:
+    """Seconds per request: ``seconds``, or :data:`REQUEST_TIMEOUT_S` for None; checked."""
+    seconds = REQUEST_TIMEOUT_S if seconds is None else seconds
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InputError(f"--http-timeout: {seconds!r}; must be a positive number of seconds")
+    return seconds
+
+
+def get_json(url: str, timeout: float | None, service: str, error_detail: Callable[[Any], str],
              deadline: Deadline | None = None) -> Any:
-    """The JSON document at ``url`` (module docstring). ``service`` names the server in errors
+    """The JSON document at ``url`` (module docstring), within ``timeout`` seconds (None:
+    :data:`REQUEST_TIMEOUT_S`) and by ``deadline``. ``service`` names the server in errors
     ("Storm UI"); ``error_detail`` picks the message out of an error answer's JSON body."""
-    if not (timeout > 0 and math.isfinite(timeout)):
-        raise InputError(f"--timeout: {timeout!r}; must be a positive number of seconds")
+    timeout = request_timeout(timeout)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(f"{url}: not an http(s) URL")
     end = min(time.monotonic() + timeout, deadline.end if deadline is not None else math.inf)
-    limit = (f"{timeout:g} s" if deadline is None or time.monotonic() + timeout <= deadline.end
+    limit = (f"{timeout:g} s per request" if deadline is None or time.monotonic() + timeout <= deadline.end
              else deadline.describe())
     for attempt in range(ATTEMPTS):
         last = attempt == ATTEMPTS - 1

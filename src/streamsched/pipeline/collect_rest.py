@@ -39,6 +39,12 @@ it produced (``pending``), then writes the chunks (hidden temporary name, then r
 clears ``pending``: a kill before the state save loses nothing (the next poll differences over
 the longer interval), a kill after it is finished by the next start (a chunk already in place
 is not written again). So a restart neither loses nor repeats a count.
+
+**Deadlines.** The poll loop runs until stopped (or the command's ``--timeout``); each reading
+(every request of one poll; for Flink also the wait for the JobManager's next metrics fetch)
+ends by ``--read-timeout`` seconds after it starts (``rest_client.READ_TIMEOUT_S`` by default)
+and each request by ``--http-timeout`` (``REQUEST_TIMEOUT_S``). A reading cut off is a failed
+reading: after a good one it is reported and the next poll tries again.
 """
 
 from __future__ import annotations
@@ -54,8 +60,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-from streamsched.engines import flink
-from streamsched.engines.rest_client import Deadline
+from streamsched.engines import arithmetic, flink
+from streamsched.engines.rest_client import Deadline, reading_deadline, request_timeout
 from streamsched.engines.storm import ui_rest
 from streamsched.errors import InputError
 from streamsched.metrics import remote_traffic
@@ -66,6 +72,8 @@ from streamsched.pipeline.native_reader import fields_of
 
 #: Storm UI window of the collector's requests: counts since each executor started.
 STORM_WINDOW = ":all-time"
+#: The option that sets each reading's deadline (``rest_client.READ_TIMEOUT_S`` by default).
+READ_OPTION = "--read-timeout"
 #: Seconds an uptime may exceed the interval and still count as a start inside it (the UI
 #: rounds uptimes to seconds, and the poll itself takes time).
 UPTIME_SLACK_S = 2.0
@@ -272,18 +280,19 @@ class StormUICollector(RestCollector):
 
     source = "storm"
 
-    def __init__(self, url: str, topology_id: str, out: str | Path, timeout: float = 10.0,
-                 clock: Callable[[], float] = time.time, deadline: Deadline | None = None):
+    def __init__(self, url: str, topology_id: str, out: str | Path, timeout: float | None = None,
+                 clock: Callable[[], float] = time.time, deadline: Deadline | None = None,
+                 read_timeout: float | None = None):
         if not topology_id:
             raise InputError("--topology-id: give the id Storm gave the topology (e.g. wordcount-3-1714557000)")
-        if not (timeout > 0 and math.isfinite(timeout)):
-            raise InputError(f"--timeout: {timeout!r}; must be a positive number of seconds")
-        self.topology_id, self.timeout, self.deadline = topology_id, timeout, deadline
+        self.topology_id, self.timeout, self.deadline = topology_id, request_timeout(timeout), deadline
+        self.read_timeout = reading_deadline(read_timeout, READ_OPTION).seconds  # checked now, not at the first poll
         super().__init__(out, topology_id, url, clock)
 
     def read(self) -> dict[str, Any]:
         when = self.clock()
-        documents = ui_rest.fetch_documents(self.url, self.topology_id, STORM_WINDOW, self.timeout, self.deadline)
+        documents = ui_rest.fetch_documents(self.url, self.topology_id, STORM_WINDOW, self.timeout,
+                                            reading_deadline(self.read_timeout, READ_OPTION, self.deadline))
         ui_rest.from_documents(documents, self.url, STORM_WINDOW)  # a bad answer fails now, not at the next poll
         return {"time": when, "documents": documents}
 
@@ -365,15 +374,22 @@ class FlinkCollector(RestCollector):
 
     source = "flink"
 
-    def __init__(self, url: str, out: str | Path, job_id: str | None = None, timeout: float = 10.0,
-                 clock: Callable[[], float] = time.time, poll_s: float = 0.2, deadline: Deadline | None = None):
-        self.rest = flink.FlinkRest(url, timeout, deadline)
+    def __init__(self, url: str, out: str | Path, job_id: str | None = None, timeout: float | None = None,
+                 clock: Callable[[], float] = time.time, poll_s: float = 0.2, deadline: Deadline | None = None,
+                 read_timeout: float | None = None):
+        self.deadline = deadline
+        self.read_timeout = reading_deadline(read_timeout, READ_OPTION).seconds
+        self.rest = flink.FlinkRest(url, timeout, self._reading())  # the job and its fetch interval: one reading
         self.job_id = job_id or flink.running_job(self.rest)
         self.poll_s = poll_s
         self.fetch_interval = flink.fetch_interval(self.rest)
         super().__init__(out, self.job_id, self.rest.url, clock)
 
+    def _reading(self) -> Deadline:
+        return reading_deadline(self.read_timeout, READ_OPTION, self.deadline)
+
     def read(self) -> dict[str, Any]:
+        self.rest.deadline = self._reading()
         snap = flink.take_snapshot(self.rest, self.job_id, self.fetch_interval, self.poll_s, clock=self.clock)
         flink.parse_snapshot(snap.documents, self.job_id, self.url)  # a bad answer fails now
         return {"time": snap.time, "documents": dict(snap.documents)}
@@ -382,8 +398,9 @@ class FlinkCollector(RestCollector):
         before = flink.Snapshot(previous["time"], previous["documents"], self.url)
         after = flink.Snapshot(current["time"], current["documents"], self.url)
         base, resets = flink_baseline(before, after, self.job_id)
-        reading = flink.read_capture(flink.Capture(self.job_id, (base, after), self.url, self.url),
-                                     own_windows=False)  # counts: rate x interval = difference
+        with arithmetic(f"{self.url}: job {self.job_id}"):
+            reading = flink.read_capture(flink.Capture(self.job_id, (base, after), self.url, self.url),
+                                         own_windows=False)  # counts: rate x interval = difference
         document = {**reading.placement.to_dict(reading.graph, reading.cluster), "time": current["time"]}
         _write_atomic(self.out / f".running-{self.stem}.json", json.dumps(document, default=float).encode())
         return reading.graph, {"job_id": self.job_id, "resets": resets, "warnings": list(reading.warnings),

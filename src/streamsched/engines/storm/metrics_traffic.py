@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from streamsched.engines import MAX_COUNT
 from streamsched.engines.storm.metrics_csv import parse_metric_name, read_rows
 from streamsched.engines.storm.metrics_log import (
     DUPLICATE, MALFORMED, MISSING, NEGATIVE, OUT_OF_RANGE, WRONG_TYPE, LineError, is_integer, number,
@@ -115,13 +116,14 @@ def _key_is_system(key: str) -> bool:
 
 
 def _check_value(record: Record, text: str, what: str) -> float | None:
-    """A used value: a finite number >= 0, else the record is rejected (wrong type, negative)."""
+    """A used value: a number in [0, 2^63] (``MAX_COUNT``: Storm's counts are Java longs), else
+    the record is rejected (wrong type; negative, not finite or above 2^63)."""
     value = number(text)
     if value is None:
         record.reject(WRONG_TYPE, f"{what} {text!r} is not a number")
         return None
-    if not math.isfinite(value) or value < 0:
-        record.reject(NEGATIVE, f"{what} {text!r} is negative or not finite")
+    if not 0 <= value <= MAX_COUNT:
+        record.reject(NEGATIVE, f"{what} {text!r} is negative, not finite or above 2^63 (no Storm count is)")
         return None
     return value
 

@@ -33,7 +33,8 @@ from urllib.parse import quote
 
 import numpy as np
 
-from streamsched.engines.rest_client import Deadline, HTTPStatusError, get_json
+from streamsched.engines import MAX_COUNT, arithmetic
+from streamsched.engines.rest_client import Deadline, HTTPStatusError, get_json, reading_deadline
 from streamsched.engines.storm.plan import (
     STORM_DEFAULT_SLOTS, StormExecutor, StormLayout, is_system, java_order, nimbus_task_ids, worker_ports,
 )
@@ -159,7 +160,7 @@ def _field(obj: Any, key: str, where: str, required: bool = True) -> Any:
 
 
 def _number(obj: Any, key: str, where: str, required: bool = True) -> float | None:
-    """A count or a ``StatsUtil.floatStr`` string (``"0.048"``), finite and >= 0."""
+    """A count or a ``StatsUtil.floatStr`` string (``"0.048"``), in [0, :data:`MAX_COUNT`]."""
     value = _field(obj, key, where, required)
     if value is None:
         return None
@@ -171,6 +172,9 @@ def _number(obj: Any, key: str, where: str, required: bool = True) -> float | No
         raise InputError(f"{where}.{key}: expected a number, got {value!r}") from None
     if not math.isfinite(number) or number < 0:
         raise InputError(f"{where}.{key}: {value!r} is not a finite number >= 0")
+    if number > MAX_COUNT:
+        raise InputError(f"{where}.{key}: {value!r} is above 2^63 ({MAX_COUNT:.4g}): no count Storm keeps is "
+                         f"(a Java long)")
     return number
 
 
@@ -259,7 +263,7 @@ def parse_component(doc: Any, component: str, topology_id: str, where: str) -> d
         executors.append(ExecutorStats(
             component=component, start=int(match[1]), end=int(match[2]),
             host=_string(row, "host", at), port=_integer(row, "port", at),
-            uptime_s=_number(row, "uptimeSeconds", at),
+            uptime_s=_integer(row, "uptimeSeconds", at),
             emitted=_number(row, "emitted", at), transferred=_number(row, "transferred", at),
             executed=_number(row, "executed", at) if bolt else None,
             execute_latency_ms=_number(row, "executeLatency", at) if bolt else None,
@@ -336,12 +340,14 @@ def read_dir(directory: str | Path, window: str | None = None) -> StormUIData:
 
 
 # ------------------------------------------------------------------------------------ live
-def fetch(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: float = 10.0,
-          save_dir: str | Path | None = None) -> StormUIData:
+def fetch(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: float | None = None,
+          save_dir: str | Path | None = None, http_timeout: float | None = None) -> StormUIData:
     """Ask a live Storm UI (``http://host:8080``) for the topology page (``sys=1``), the
-    supervisor summary and every component's page; ``save_dir`` keeps the responses in the
-    layout :func:`read_dir` reads. An unreachable UI is one ``InputError``."""
-    documents = fetch_documents(url, topology_id, window, timeout, Deadline(timeout))
+    supervisor summary and every component's page, all within ``timeout`` seconds (None:
+    ``rest_client.READ_TIMEOUT_S``), each request within ``http_timeout`` (None:
+    ``rest_client.REQUEST_TIMEOUT_S``); ``save_dir`` keeps the responses in the layout
+    :func:`read_dir` reads. An unreachable UI is one ``InputError``."""
+    documents = fetch_documents(url, topology_id, window, http_timeout, reading_deadline(timeout))
     data = from_documents(documents, url, str(window))
     if save_dir is not None:
         save_dir = Path(save_dir)
@@ -351,15 +357,17 @@ def fetch(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: flo
     return data
 
 
-def fetch_documents(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: float = 10.0,
+def fetch_documents(url: str, topology_id: str, window: str = DEFAULT_WINDOW, timeout: float | None = None,
                     deadline: Deadline | None = None) -> dict[str, Any]:
     """The responses :func:`fetch` reads, keyed by the file names of the saved layout; each
-    request within ``timeout`` s and all of them by ``deadline``. A topology page for another
-    topology than ``topology_id`` is refused (component pages are checked against it by
-    :func:`parse_component`)."""
+    request within ``timeout`` s (None: ``rest_client.REQUEST_TIMEOUT_S``) and all of them by
+    ``deadline`` (None: a reading's default, ``rest_client.READ_TIMEOUT_S`` from now). A
+    topology page for another topology than ``topology_id`` is refused (component pages are
+    checked against it by :func:`parse_component`)."""
     window = str(window)
     if window not in WINDOWS:
         raise InputError(f"--window: {window!r} is not one of {', '.join(WINDOWS)}")
+    deadline = deadline if deadline is not None else reading_deadline()
     base = url.rstrip("/")
     topo_url = f"{base}/api/v1/topology/{quote(topology_id, safe='')}"
     query = f"window={quote(window, safe='')}"
@@ -379,7 +387,7 @@ def fetch_documents(url: str, topology_id: str, window: str = DEFAULT_WINDOW, ti
     return documents
 
 
-def _get_json(url: str, timeout: float, deadline: Deadline | None) -> Any:
+def _get_json(url: str, timeout: float | None, deadline: Deadline) -> Any:
     return get_json(url, timeout, "Storm UI", _storm_error, deadline)
 
 
@@ -389,8 +397,10 @@ def _storm_error(body: Any) -> str:
 
 
 def read(url: str | None = None, topology_id: str | None = None, directory: str | Path | None = None,
-         window: str | None = None, timeout: float = 10.0, save_dir: str | Path | None = None) -> StormUIData:
-    """A live UI (``url`` and ``topology_id``; ``window`` default 600) or saved responses
+         window: str | None = None, timeout: float | None = None, save_dir: str | Path | None = None,
+         http_timeout: float | None = None) -> StormUIData:
+    """A live UI (``url`` and ``topology_id``; ``window`` default 600; the whole read within
+    ``timeout`` s, each request within ``http_timeout`` s: :func:`fetch`) or saved responses
     (``directory``; ``window`` default: the one they were saved with), never both."""
     if (url is None) == (directory is None):
         raise InputError("give either --url URL --topology-id ID (a live Storm UI) or --dir DIR (saved responses)")
@@ -400,9 +410,7 @@ def read(url: str | None = None, topology_id: str | None = None, directory: str 
         return read_dir(directory, window)
     if not topology_id:
         raise InputError("--url needs --topology-id (the id Storm gave the topology, e.g. wordcount-3-1714557000)")
-    if not (timeout > 0):
-        raise InputError(f"--timeout: {timeout!r}; must be > 0 seconds")
-    return fetch(url, topology_id, window or DEFAULT_WINDOW, timeout, save_dir)
+    return fetch(url, topology_id, window or DEFAULT_WINDOW, timeout, save_dir, http_timeout)
 
 
 # ------------------------------------------------------------------------------- estimate
@@ -464,64 +472,65 @@ def estimate(data: StormUIData, spout_load: float = DEFAULT_SPOUT_LOAD, load: st
         raise InputError(f"load: {load!r} is not one of {', '.join(LOAD_SOURCES)}")
     if not (spout_load >= 0 and math.isfinite(spout_load)):
         raise InputError(f"spout load: {spout_load!r}; must be a finite number >= 0")
-    executors, warnings = all_executors(data)
-    app = sorted((e for e in data.executors if not is_system(e.component)), key=lambda e: e.start)
-    kinds = {c.name: c.kind for c in data.components}
-    operators = sorted({e.component for e in app}, key=java_order)
-    op_index = {name: k for k, name in enumerate(operators)}
-    window_s = data.window_s
-    seconds = np.array([min(window_s, e.uptime_s) if window_s is not None else e.uptime_s for e in app])
-    loads = np.empty(len(app))
-    for k, e in enumerate(app):
-        if kinds[e.component] == "spout":
-            loads[k] = spout_load
-        elif load == "capacity":
-            loads[k] = e.capacity or 0.0
-        else:
-            loads[k] = e.executed * e.execute_latency_ms / 1000.0 / seconds[k] if seconds[k] > 0 else 0.0
-    by_component: dict[str, list[int]] = {}
-    for k, e in enumerate(app):
-        by_component.setdefault(e.component, []).append(k)
-    src, dst, rate = [], [], []
-    for row in data.inputs:
-        if is_system(row.component) or is_system(row.stream) or is_system(row.bolt) or row.executed == 0:
-            continue
-        senders, receivers = by_component.get(row.component), by_component.get(row.bolt)
-        if not senders or not receivers:
-            warnings.append(f"bolt {row.bolt!r} executed {row.executed:g} tuples from {row.component!r}, "
-                            f"which has no executor in the data: left out")
-            continue
-        w = _shares([app[k].transferred / seconds[k] if seconds[k] > 0 else 0.0 for k in senders])
-        received = np.array([app[b].executed or 0.0 for b in receivers])
-        fraction = row.executed / received.sum() if received.sum() > 0 else 0.0
-        per_second = np.array([fraction * n / seconds[b] if seconds[b] > 0 else 0.0
-                               for n, b in zip(received, receivers)])
-        src.append(np.repeat(senders, len(receivers)))
-        dst.append(np.tile(receivers, len(senders)))
-        rate.append(np.outer(w, per_second).ravel())
-    memory = np.array([data.memory_mb.get(e.component, 0.0) for e in app])
-    graph = TaskGraph.build(
-        name=data.topology_name,
-        operator_names=operators,
-        task_operator=[op_index[e.component] for e in app],
-        load=loads,
-        src=np.concatenate(src) if src else np.zeros(0, np.int64),
-        dst=np.concatenate(dst) if dst else np.zeros(0, np.int64),
-        rate=np.concatenate(rate) if rate else np.zeros(0),
-        task_ids=[e.start for e in app],
-        memory_mb=memory,
-        where=f"Storm topology {data.topology_id}",
-        load_unit=CORES,
-    )
-    cluster, layout_ports, supervisors = _observed_cluster(data, host_cores)
-    hosts = [n.name for n in cluster.nodes]
-    node_of = [hosts.index(e.host) for e in app]
-    worker_of = [layout_ports[e.host].index(e.port) for e in app]
-    placement = Placement.build(node_of, worker_of, {
-        "source": "storm-ui", "topology_id": data.topology_id, "window": data.window})
-    layout = StormLayout(data.topology_name, data.topology_id, tuple(executors), supervisors, layout_ports,
-                         source="storm-ui")
-    return StormUIReading(graph, placement, cluster, layout, tuple(warnings))
+    with arithmetic(f"Storm topology {data.topology_id}"):  # numbers in range that combine out of it
+        executors, warnings = all_executors(data)
+        app = sorted((e for e in data.executors if not is_system(e.component)), key=lambda e: e.start)
+        kinds = {c.name: c.kind for c in data.components}
+        operators = sorted({e.component for e in app}, key=java_order)
+        op_index = {name: k for k, name in enumerate(operators)}
+        window_s = data.window_s
+        seconds = np.array([min(window_s, e.uptime_s) if window_s is not None else e.uptime_s for e in app])
+        loads = np.empty(len(app))
+        for k, e in enumerate(app):
+            if kinds[e.component] == "spout":
+                loads[k] = spout_load
+            elif load == "capacity":
+                loads[k] = e.capacity or 0.0
+            else:
+                loads[k] = e.executed * e.execute_latency_ms / 1000.0 / seconds[k] if seconds[k] > 0 else 0.0
+        by_component: dict[str, list[int]] = {}
+        for k, e in enumerate(app):
+            by_component.setdefault(e.component, []).append(k)
+        src, dst, rate = [], [], []
+        for row in data.inputs:
+            if is_system(row.component) or is_system(row.stream) or is_system(row.bolt) or row.executed == 0:
+                continue
+            senders, receivers = by_component.get(row.component), by_component.get(row.bolt)
+            if not senders or not receivers:
+                warnings.append(f"bolt {row.bolt!r} executed {row.executed:g} tuples from {row.component!r}, "
+                                f"which has no executor in the data: left out")
+                continue
+            w = _shares([app[k].transferred / seconds[k] if seconds[k] > 0 else 0.0 for k in senders])
+            received = np.array([app[b].executed or 0.0 for b in receivers])
+            fraction = row.executed / received.sum() if received.sum() > 0 else 0.0
+            per_second = np.array([fraction * n / seconds[b] if seconds[b] > 0 else 0.0
+                                   for n, b in zip(received, receivers)])
+            src.append(np.repeat(senders, len(receivers)))
+            dst.append(np.tile(receivers, len(senders)))
+            rate.append(np.outer(w, per_second).ravel())
+        memory = np.array([data.memory_mb.get(e.component, 0.0) for e in app])
+        graph = TaskGraph.build(
+            name=data.topology_name,
+            operator_names=operators,
+            task_operator=[op_index[e.component] for e in app],
+            load=loads,
+            src=np.concatenate(src) if src else np.zeros(0, np.int64),
+            dst=np.concatenate(dst) if dst else np.zeros(0, np.int64),
+            rate=np.concatenate(rate) if rate else np.zeros(0),
+            task_ids=[e.start for e in app],
+            memory_mb=memory,
+            where=f"Storm topology {data.topology_id}",
+            load_unit=CORES,
+        )
+        cluster, layout_ports, supervisors = _observed_cluster(data, host_cores)
+        hosts = [n.name for n in cluster.nodes]
+        node_of = [hosts.index(e.host) for e in app]
+        worker_of = [layout_ports[e.host].index(e.port) for e in app]
+        placement = Placement.build(node_of, worker_of, {
+            "source": "storm-ui", "topology_id": data.topology_id, "window": data.window})
+        layout = StormLayout(data.topology_name, data.topology_id, tuple(executors), supervisors, layout_ports,
+                             source="storm-ui")
+        return StormUIReading(graph, placement, cluster, layout, tuple(warnings))
 
 
 def _shares(values: list[float]) -> np.ndarray:
