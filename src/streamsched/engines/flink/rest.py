@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote, urlsplit
 
+from streamsched.engines import arithmetic
 from streamsched.engines.flink.capture import load_capture, save_capture
 from streamsched.engines.flink.documents import (
     DEFAULT_FETCH_INTERVAL_S,
@@ -19,22 +20,22 @@ from streamsched.engines.flink.documents import (
     _get,
 )
 from streamsched.engines.flink.estimate import read_capture
-from streamsched.engines.rest_client import Deadline, HTTPStatusError, get_json
+from streamsched.engines.rest_client import Deadline, HTTPStatusError, get_json, reading_deadline, request_timeout
 from streamsched.errors import InputError
 
 
 class FlinkRest:
-    """A JobManager's REST API (``http://host:8081``): JSON over ``urllib`` with a timeout;
-    an unreachable server or an HTTP error is one ``InputError``."""
+    """A JobManager's REST API (``http://host:8081``) through :mod:`~streamsched.engines.rest_client`:
+    each request within ``timeout`` seconds (None: ``REQUEST_TIMEOUT_S``) and by ``deadline``
+    (None: no end beyond the request's; a reading sets one); an unreachable server or an HTTP
+    error is one ``InputError``."""
 
-    def __init__(self, url: str, timeout: float = 10.0, deadline: Deadline | None = None) -> None:
+    def __init__(self, url: str, timeout: float | None = None, deadline: Deadline | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise InputError(f"--url: {url!r} is not an http(s) URL of a Flink JobManager")
-        if not (timeout > 0 and math.isfinite(timeout)):
-            raise InputError(f"--timeout: {timeout!r}; must be a positive number of seconds")
         self.url = url.rstrip("/")
-        self.timeout = timeout
+        self.timeout = request_timeout(timeout)
         self.deadline = deadline
 
     def get(self, path: str) -> Any:
@@ -220,22 +221,22 @@ def _fresh_answers(rest: FlinkRest, hosts: dict[str, list[str]], interval_s: flo
     return out
 
 
-#: Seconds a whole live read may take by default (``read-engine flink --timeout``): the window,
-#: the wait for the JobManager's next metrics fetch (10 s by default) and the documents.
-READ_TIMEOUT_S = 60.0
-
-
-def capture_live(url: str, job_id: str | None = None, window_s: float = 10.0, timeout: float = READ_TIMEOUT_S,
-                 poll_s: float = 0.2, save_dir: str | Path | None = None) -> Capture:
+def capture_live(url: str, job_id: str | None = None, window_s: float = 10.0, timeout: float | None = None,
+                 poll_s: float = 0.2, save_dir: str | Path | None = None,
+                 http_timeout: float | None = None) -> Capture:
     """Snapshots of a running job: one, or two ``window_s`` apart (``window_s`` > 0, the
-    default: rates from counter differences). ``job_id`` defaults to the only running job;
-    ``save_dir`` keeps the responses (:func:`save_capture`)."""
+    default: rates from counter differences), all within ``timeout`` seconds (None:
+    ``rest_client.READ_TIMEOUT_S``: the window, the waits for the JobManager's next metrics
+    fetch, 10 s by default, and the documents), each request within ``http_timeout`` (None:
+    ``REQUEST_TIMEOUT_S``). ``job_id`` defaults to the only running job; ``save_dir`` keeps the
+    responses (:func:`save_capture`)."""
     if not (window_s >= 0 and math.isfinite(window_s)):
         raise InputError(f"--window: {window_s!r}; must be a number of seconds >= 0")
-    if window_s >= timeout:
-        raise InputError(f"--window {window_s:g} s does not fit in --timeout {timeout:g} s (the whole read); "
+    deadline = reading_deadline(timeout)
+    if window_s >= deadline.seconds:
+        raise InputError(f"--window {window_s:g} s does not fit in {deadline.describe()} (the whole read); "
                          f"give a longer --timeout")
-    rest = FlinkRest(url, timeout, Deadline(timeout))
+    rest = FlinkRest(url, http_timeout, deadline)
     job_id = job_id or running_job(rest)
     interval = fetch_interval(rest)
     first = take_snapshot(rest, job_id, interval, poll_s)
@@ -251,9 +252,10 @@ def capture_live(url: str, job_id: str | None = None, window_s: float = 10.0, ti
 
 
 def read(url: str | None = None, job_id: str | None = None, directory: str | Path | None = None,
-         window_s: float = 10.0, timeout: float = READ_TIMEOUT_S, node_by: str = "taskmanager",
-         save_dir: str | Path | None = None) -> FlinkReading:
-    """A live JobManager (``url``, ``job_id`` optional) or a saved capture (``directory``)."""
+         window_s: float = 10.0, timeout: float | None = None, node_by: str = "taskmanager",
+         save_dir: str | Path | None = None, http_timeout: float | None = None) -> FlinkReading:
+    """A live JobManager (``url``, ``job_id`` optional; :func:`capture_live`) or a saved capture
+    (``directory``)."""
     if (url is None) == (directory is None):
         raise InputError("give either --url URL [--job-id JID] (a live Flink JobManager) or --dir DIR (saved responses)")
     if directory is not None:
@@ -261,5 +263,6 @@ def read(url: str | None = None, job_id: str | None = None, directory: str | Pat
             raise InputError("--job-id goes with --url; a saved capture names its job")
         capture = load_capture(directory)
     else:
-        capture = capture_live(url, job_id, window_s, timeout, save_dir=save_dir)
-    return read_capture(capture, node_by=node_by)
+        capture = capture_live(url, job_id, window_s, timeout, save_dir=save_dir, http_timeout=http_timeout)
+    with arithmetic(f"{capture.where}: job {capture.job_id}"):  # numbers in range that combine out of it
+        return read_capture(capture, node_by=node_by)
