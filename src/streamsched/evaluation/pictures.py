@@ -669,7 +669,8 @@ def loop_timeline(rows: Sequence[dict], prefix: str = "") -> Figure:
     origin = ends[0] if ends else 0.0
     x = [e - origin for e in ends]
     fig = _new_figure(560, 330)
-    top, bottom = fig.add_subplot(2, 1, 1), fig.add_subplot(2, 1, 2, sharex=top)
+    top = fig.add_subplot(2, 1, 1)
+    bottom = fig.add_subplot(2, 1, 2, sharex=top)
     measured = [(row.get("measured") or {}).get("throughput") for row in rows]
     predicted = [(row.get("current") or {}).get("predicted") if row.get("basis") == "throughput" else None
                  for row in rows]

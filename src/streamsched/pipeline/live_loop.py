@@ -333,7 +333,7 @@ class LiveLoop:
         row.update(decision="apply" if result.applied else "keep",
                    why=(f"predicted gain {100 * gain:+.1f} % in {basis} for {self.confirm} windows; "
                         f"{result.reason}"),
-                   moved=result.moved, downtime_s=result.downtime_s, apply_seconds=ended - started,
+                   moved_subtasks=result.moved, downtime_s=result.downtime_s, apply_seconds=ended - started,
                    rescales=result.rescales)
         if result.applied:
             self.downtime_s = result.downtime_s
