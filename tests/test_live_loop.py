@@ -226,3 +226,31 @@ def test_journal_command_summary_page_and_bad_lines(setting, capsys):
     other.write_text(json.dumps({"format": "x"}) + "\n")
     assert main(["journal", str(other)]) == 2
     assert f"other.jsonl:1: not a line of a live-loop journal ({JOURNAL_FORMAT})" in capsys.readouterr().err
+
+
+def test_set_rate_changes_a_running_link_and_the_lab_cluster_file(tmp_path):
+    """``netlab.set_rate`` on a built lab: a TCP stream from the slowed TaskManager measures within
+    10 % of the new rate (the shaped rate counts Ethernet frames: payload is ~95 % of it), the
+    other direction too, and the cluster file's node carries the new capacities."""
+    from conftest import lab_missing
+    from streamsched.engines.flink import netlab
+
+    if lab_missing():
+        pytest.skip(lab_missing())
+    import yaml
+
+    lab_ = netlab.create(tmp_path, 2, netlab.LabOptions(link_mbit=20))
+    try:
+        cluster_file = tmp_path / "cluster.yaml"
+        cluster_file.write_text(yaml.safe_dump(netlab.cluster_of(lab_, 2, 1280).to_dict(), sort_keys=False))
+        netlab.set_rate(tmp_path, "tm-2", 8, 4, cluster_file)
+        for source, target, mbit in (("tm-2", "tm-1", 4), ("tm-1", "tm-2", 8)):
+            rate = netlab.measure(lab_, source, target, seconds=2.0, warm_s=0.5) * 8 / 1e6
+            assert abs(rate - mbit) <= 0.1 * mbit, (source, target, rate)
+        node = Cluster.load(cluster_file).nodes[1]
+        assert (node.name, node.net_in, node.net_out, node.bandwidth_mbps) == ("tm-2", 1e6, 5e5, 4.0)
+        assert (netlab.load(tmp_path).tm("tm-2").in_mbit, netlab.load(tmp_path).tm("tm-2").out_mbit) == (8, 4)
+        with pytest.raises(Exception, match="must be in"):
+            netlab.set_rate(tmp_path, "tm-2", 0, 4)
+    finally:
+        netlab.teardown(tmp_path)

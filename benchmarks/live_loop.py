@@ -1,0 +1,187 @@
+"""The live loop following a change (issue 36 item 3): ``watch --apply-flink`` on the network lab,
+one TaskManager's link slowed mid-run, with the loop and without it (the same run in
+``--dry-run``: the loop journals what it would do and applies nothing).
+
+The lab: 3 TaskManagers x 2 slots behind 4 Mbit/s links each way (the links, not the shared CPUs, bind); the example job (datagen(2)
+-REBALANCE-> Calc(3) -HASH-> GroupAggregate(3) -> blackhole, 500-byte records, sources
+back-pressured). Each run first places the job at ``P0`` (tm-1: both sources and two subtasks of
+Calc and of the aggregate, tm-2: one of each; tm-3 empty), which the throughput model ranks
+best (level with every split of the exchange: the busiest link carries 5/9 of the exchange
+either way), so the loop must leave it alone. After ``--before`` windows the link of the
+TaskManager holding one subtask of each (tm-2, or its twin after relabelling) drops to
+``--slow-mbit`` both ways (``netlab.set_rate``, which also rewrites the lab's cluster file, as a
+monitor of link capacity would); the loop's job is to move that TaskManager's work onto the empty one. A run ends
+``--after`` windows after the change (SIGTERM to the watch, which stops between steps).
+
+    python benchmarks/live_loop.py --out out/live-loop [--window 15] [--before 5] [--after 7]
+
+prints the per-window table (throughput with and without the loop, decisions) and writes
+``OUT/result.json`` and both journals (``streamsched journal OUT/loop/journal.jsonl --html ...``
+draws them). Needs root (network namespaces, tc); about 12 minutes on 2 shared cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from streamsched.engines.flink import apply as flink_apply
+from streamsched.engines.flink import local, netlab
+from streamsched.engines.flink.rest import read
+from streamsched.model import Placement
+from streamsched.pipeline.live_loop import read_journal, summary
+
+REPO = Path(__file__).resolve().parents[1]
+STREAMSCHED = str(Path(sys.executable).with_name("streamsched"))
+LINK_MBIT = 4.0
+#: Where P0 puts each vertex's subtasks (by the vertex name's start).
+P0 = {"Source": ["tm-1", "tm-1"], "Calc": ["tm-1", "tm-1", "tm-2"], "GroupAggregate": ["tm-1", "tm-1", "tm-2"]}
+
+
+def start_lab(base: Path) -> local.LocalFlink:
+    """3 TaskManagers x 2 slots behind ``LINK_MBIT`` links, the example job submitted and flowing."""
+    cluster = local.start(base, taskmanagers=3, slots=2, rest_port=local.free_port(),
+                          network=netlab.LabOptions(link_mbit=LINK_MBIT))
+    return cluster
+
+
+def submit(cluster: local.LocalFlink) -> str:
+    job = local.submit_example(cluster.url, cluster.logs, rate=100_000, record_bytes=500, parallelism=3,
+                               source_parallelism=2)
+    local.wait_flowing(cluster.url, job, timeout_s=180)
+    return job
+
+
+def place(cluster: local.LocalFlink, job: str, where: dict[str, list[str]] = P0, out: Path | None = None) -> dict:
+    """Put the job where ``where`` says (``apply flink``'s code, any gain; identical TaskManagers
+    are relabelled, so P0 may land on other names); what apply said, and ``light``: the
+    TaskManager that holds one subtask of Calc and of the aggregate (the one to slow)."""
+    reading = read(url=cluster.url, job_id=job, window_s=4.0)
+    names = [n.name for n in reading.cluster.nodes]
+    node_of = [0] * reading.graph.n_tasks
+    for vertex in reading.report["vertices"]:
+        targets = next(tms for prefix, tms in where.items() if vertex["name"].startswith(prefix))
+        for i in range(vertex["parallelism"]):
+            node_of[vertex["first_task"] + i] = names.index(targets[i])
+    path = (out or cluster.base) / "p0.placement.json"
+    Placement.build(node_of).write(path, reading.graph, reading.cluster)
+    result = flink_apply.apply(cluster.url, path, job, settle_s=0.0, window_s=4.0, before=reading,
+                               min_gain=-math.inf)
+    now = flink_apply.job_view(flink_apply.FlinkRest(cluster.url), job)
+    used = [tm for tms in now.where.values() for tm in tms]
+    light = min(set(used), key=used.count)
+    return {"applied": result.applied, "reason": result.reason, "moved": len(result.moved),
+            "downtime_s": result.downtime_s, "light": light, "where": now.where}
+
+
+def run_loop(cluster: local.LocalFlink, job: str, out: Path, window: float, before: int, after: int,
+             slow_mbit: float, dry_run: bool, slowed: str, log=print) -> dict:
+    """``watch --apply-flink`` for ``before`` windows, then ``slowed``'s link slowed, then ``after``
+    windows; SIGTERM; the journal's rows, its summary and when the change was made."""
+    out.mkdir(parents=True, exist_ok=True)
+    journal = out / "journal.jsonl"
+    command = [STREAMSCHED, "watch", str(out / "arriving"), "--store", str(out / "store"), "--cluster",
+               str(cluster.cluster_file), "-s", "optimal", "-p", "objective=throughput", "--load-unit", "cores",
+               "--window", f"{window:g}", "--poll", "2", "--apply-flink", cluster.url, "--job-id", job,
+               "--journal", str(journal), "--out", str(out / "plans"), *(["--dry-run"] if dry_run else [])]
+    (out / "arriving").mkdir(parents=True, exist_ok=True)
+    log(" ".join(command))
+    with open(out / "watch.log", "w") as stderr:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    changed = None
+    try:
+        deadline = time.time() + (before + after + 12) * window + 180
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"watch ended early ({proc.returncode}): {(out / 'watch.log').read_text()[-2000:]}")
+            rows = read_journal(journal) if journal.exists() else []
+            if changed is None and len(rows) >= before:
+                netlab.set_rate(cluster.base, slowed, slow_mbit, slow_mbit, cluster.cluster_file)
+                changed = time.time()
+                log(f"{slowed}'s link slowed to {slow_mbit:g} Mbit/s after {len(rows)} windows")
+            if changed is not None and sum(1 for r in rows if r["window"]["start"] >= changed) >= after:
+                break
+            time.sleep(1.0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        netlab.set_rate(cluster.base, slowed, LINK_MBIT, LINK_MBIT, cluster.cluster_file)
+    rows = read_journal(journal)
+    return {"dry_run": dry_run, "changed": changed, "exit": proc.returncode, "rows": rows, "summary": summary(rows),
+            "journal": str(journal)}
+
+
+def per_window(run: dict) -> list[dict]:
+    """The run's windows relative to the change: index (0 = the window holding it), measured
+    source records/s, remote bytes/s, decision."""
+    out = []
+    for row in run["rows"]:
+        start, end = row["window"]["start"], row["window"]["end"]
+        index = math.floor((start - run["changed"]) / row["window"]["seconds"]) + 1 if run["changed"] else None
+        out.append({"index": index, "end": end, "throughput": row["measured"]["throughput"],
+                    "remote": row["measured"]["remote_bytes_per_s"], "decision": row.get("decision")})
+    return out
+
+
+def mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--window", type=float, default=15.0)
+    parser.add_argument("--before", type=int, default=5)
+    parser.add_argument("--after", type=int, default=7)
+    parser.add_argument("--slow-mbit", type=float, default=1.0)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    base = args.out / "flink"
+    cluster = start_lab(base)
+    runs = {}
+    try:
+        job = submit(cluster)
+        for name, dry in (("loop", False), ("without", True)):
+            placed = place(cluster, job, out=args.out)
+            print(f"{name}: placing the job at P0: {placed}")
+            time.sleep(30)  # the first seconds after a rescale are noisy
+            runs[name] = run_loop(cluster, job, args.out / name, args.window, args.before, args.after,
+                                  args.slow_mbit, dry, placed["light"])
+            runs[name]["slowed"] = placed["light"]
+    finally:
+        local.stop(base)
+    tables = {name: per_window(run) for name, run in runs.items()}
+    result = {"window_s": args.window, "link_mbit": LINK_MBIT, "slow_mbit": args.slow_mbit,
+              "runs": {name: {"summary": run["summary"], "windows": tables[name], "exit": run["exit"],
+                              "slowed": run["slowed"]}
+                       for name, run in runs.items()}}
+    (args.out / "result.json").write_text(json.dumps(result, indent=1))
+    print("| window (0: holds the change) | with the loop: records/s | decision | without: records/s | decision |")
+    print("|---|---|---|---|---|")
+    by_index = {name: {w["index"]: w for w in table} for name, table in tables.items()}
+    for index in sorted(set(by_index["loop"]) | set(by_index["without"])):
+        a, b = by_index["loop"].get(index, {}), by_index["without"].get(index, {})
+        print(f"| {index} | {a.get('throughput') or 0:,.0f} | {a.get('decision', '')} | "
+              f"{b.get('throughput') or 0:,.0f} | {b.get('decision', '')} |")
+    for name, table in tables.items():
+        before = mean(w["throughput"] for w in table if w["index"] is not None and w["index"] < 0)
+        last = mean(w["throughput"] for w in table if w["index"] is not None and w["index"] >= 4)
+        print(f"{name}: mean records/s before the change {before or 0:,.0f}; windows 4 and later after it "
+              f"{last or 0:,.0f}; summary {runs[name]['summary']['decisions']}")
+
+
+if __name__ == "__main__":
+    main()
