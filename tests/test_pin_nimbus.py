@@ -162,3 +162,86 @@ def test_an_empty_topology_and_bad_values(tmp_path):
     hint0 = write(tmp_path, "h", {"topology.name": "H"}, {"s": (0, None, [])}, {})
     with pytest.raises(InputError, match="parallelism_hint 0; must be >= 1"):
         nimbus.read_topology(hint0)
+
+
+def test_read_dir_passes_ackers_and_executors(tmp_path):
+    write(tmp_path, "t", {"topology.name": "T", "topology.workers": 2}, {"s": (3, {"topology.tasks": 1}, [])}, {})
+    (with_ackers,) = nimbus.read_dir(tmp_path, ackers=True)
+    assert list(with_ackers.graph.operator_names) == ["s", "__acker"] and with_ackers.graph.n_tasks == 3
+    (hinted,) = nimbus.read_dir(tmp_path, executors="hint")
+    assert hinted.graph.n_tasks == 3 and list(hinted.graph.operator_names) == ["s"]
+
+
+def _bad(tmp_path, name, conf=None, spouts=None, bolts=None, common=None):
+    code = write(tmp_path, name, conf or {"topology.name": name}, spouts or {"s": (1, None, [])}, bolts or {})
+    if common is not None:  # rewrite with the spout's ComponentCommon changed
+        from thriftpy2.protocol import TBinaryProtocolFactory
+        from thriftpy2.utils import serialize
+
+        topology = nimbus.decode_topology(code)
+        common(topology.spouts["s"])
+        code.write_bytes(gzip.compress(serialize(topology, TBinaryProtocolFactory())))
+    return code
+
+
+@pytest.mark.parametrize("case, message", [
+    ("nocommon", "component 's': no ComponentCommon"),
+    ("notjson", "component 's': json_conf is not JSON"),
+    ("notobject", "component 's': json_conf is not a JSON object"),
+    ("booltasks", "component 's': topology.tasks is True; expected an integer >= 0"),
+    ("negtasks", "component 's': topology.tasks is -1; expected an integer >= 0"),
+    ("texttasks", "component 's': topology.tasks is '2'; expected an integer >= 0"),
+    ("nogrouping", "component 'b': input s/d has no grouping set"),
+    ("boolcpu", "component 's': topology.component.cpu.pcore.percent is True; expected a number >= 0"),
+    ("infheap", "component 's': topology.component.resources.onheap.memory.mb is inf; expected a number >= 0"),
+    ("textworkers", "topology.workers is '2'; expected a number >= 0"),
+])
+def test_bad_input_is_one_line_naming_the_file_component_and_field(tmp_path, case, message):
+    t = nimbus._thrift()
+    spouts, bolts, conf, common = None, None, None, None
+    if case == "nocommon":
+        common = lambda spec: setattr(spec, "common", None)  # noqa: E731
+    elif case == "notjson":
+        common = lambda spec: setattr(spec.common, "json_conf", "{not json")  # noqa: E731
+    elif case == "notobject":
+        common = lambda spec: setattr(spec.common, "json_conf", "[1]")  # noqa: E731
+    elif case.endswith("tasks"):
+        spouts = {"s": (1, {"topology.tasks": {"booltasks": True, "negtasks": -1, "texttasks": "2"}[case]}, [])}
+    elif case == "nogrouping":
+        bolts = {"b": (1, None, [("s", "d", "shuffle")])}
+        common = None
+    elif case == "boolcpu":
+        spouts = {"s": (1, {nimbus.CPU_KEY: True}, [])}
+    elif case == "infheap":
+        spouts = {"s": (1, {nimbus.ONHEAP_KEY: float("inf")}, [])}
+    elif case == "textworkers":
+        conf = {"topology.name": case, "topology.workers": "2"}
+    code = _bad(tmp_path, case, conf, spouts, bolts, common)
+    if case == "nogrouping":
+        from thriftpy2.protocol import TBinaryProtocolFactory
+        from thriftpy2.utils import serialize
+
+        topology = nimbus.decode_topology(code)
+        for stream in topology.bolts["b"].common.inputs:
+            topology.bolts["b"].common.inputs[stream] = t.Grouping()
+        code.write_bytes(gzip.compress(serialize(topology, TBinaryProtocolFactory())))
+    with pytest.raises(InputError) as info:
+        nimbus.read_topology(code)
+    text = str(info.value)
+    assert message in text and "\n" not in text
+    assert str(code if case != "textworkers" else code.with_name(f"{case}{nimbus.CONF_SUFFIX}")) in text
+
+
+def test_zero_tasks_are_allowed_and_run_no_executor(tmp_path):
+    """topology.tasks 0 (Storm's __system has none): no executor in Nimbus' count."""
+    code = write(tmp_path, "z", {"topology.name": "Z", "topology.acker.executors": 0},
+                 {"s": (1, None, [])}, {"b": (2, {"topology.tasks": 0}, [("s", "d", "shuffle")])})
+    topology = nimbus.read_topology(code)
+    assert list(topology.graph.operator_names) == ["s"] and topology.graph.n_edges == 0
+
+
+def test_read_dir_needs_a_directory_with_stored_topologies(tmp_path):
+    with pytest.raises(InputError, match=f"{tmp_path / 'none'}: not a directory"):
+        nimbus.read_dir(tmp_path / "none")
+    with pytest.raises(InputError, match=f"{tmp_path}: no <id>-stormcode.ser file"):
+        nimbus.read_dir(tmp_path)
