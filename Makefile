@@ -41,9 +41,10 @@ test-fast: setup
 
 # Mutation testing of one module with the fast tests that exercise it (scripts/mutate.py maps them),
 # in a scratch copy, build/mutate-<module>, never the work tree: `make mutate MODULE=schedulers/caps.py`
-# (REV=HEAD: the committed tree). Ends with killed/total; docs/benchmarks.md has each module's score.
+# (REV=HEAD: the committed tree; MUTANTS='glob ...': only those mutants, e.g. one function's).
+# Ends with killed/total; docs/benchmarks.md has each module's score.
 mutate: $(STAMP)
-	$(BIN)/python scripts/mutate.py $(MODULE) $(if $(REV),--rev $(REV))
+	$(BIN)/python scripts/mutate.py $(MODULE) $(if $(REV),--rev $(REV)) $(MUTANTS)
 
 bench: setup
 	$(BIN)/python benchmarks/bench_core.py

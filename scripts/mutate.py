@@ -7,7 +7,8 @@ copy, ``build/mutate-<module>/`` (git ignores ``build/``), of the working tree's
 (``-m "not spark and not slow"``, ``STREAMSCHED_TEST_TIER=fast``). Every run starts from no
 mutants (mutmut would not re-test a survivor after a new test). The last line is
 ``MODULE: killed/total = score`` (a timeout counts as killed; a mutant that no selected test
-reaches counts as a survivor); ``build/mutate-<module>/survivors.txt`` lists the others
+reaches counts as a survivor; with mutant names or globs given, only those count);
+``build/mutate-<module>/survivors.txt`` lists the others
 (``mutmut show NAME`` in that directory prints one's diff).
 """
 
@@ -116,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mutate: mutmut exited {done.returncode}", file=sys.stderr)
         return done.returncode
     counts, others = tally(target, module)
-    (target / "survivors.txt").write_text("".join(f"{name}\t{s}\n" for name, s in others.items()))
-    total = sum(counts.values()) - counts["skipped"]
+    (target / "survivors.txt").write_text("".join(f"{name}\t{s}\n" for name, s in others.items()
+                                                  if s != "not checked"))
+    # a run limited to some mutants (their names or globs) leaves the others "not checked": not counted
+    total = sum(counts.values()) - counts["skipped"] - counts["not checked"]
     rest = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s not in ("killed", "skipped"))
     print(f"mutate: survivors in {(target / 'survivors.txt').relative_to(ROOT)} ({rest or 'none'})")
     print(f"{module}: killed {counts['killed']}/{total} = {100 * counts['killed'] / max(total, 1):.1f} %")
