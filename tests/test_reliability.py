@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import time
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -831,3 +832,145 @@ def test_apply_flink_refuses_a_job_id_that_is_no_flink_jobid_before_any_request(
 
     with pytest.raises(InputError, match=r"^job id '\.\./\.\./x': not a Flink JobID"):
         apply("http://127.0.0.1:9", "unused.json", job_id="../../x")
+
+
+# -------------------------- issue 34: counts of 1e308 are one line, never a numpy warning
+#: The Flink record counters and their meters (a one-snapshot read's rates) set to 1e308.
+FLINK_POISONED = ("numRecordsIn", "numRecordsOut", "numRecordsInPerSecond", "numRecordsOutPerSecond")
+
+
+def _poison_flink_metrics(doc: list) -> list:
+    for item in doc:
+        if item.get("id") in FLINK_POISONED:
+            item["value"] = "1e308"
+    return doc
+
+
+def _poisoned_flink(answer):
+    """``answer`` with every subtask's :data:`FLINK_POISONED` metrics at 1e308."""
+    def poisoned(parts, query):
+        status, body, *rest = answer(parts, query)
+        if status == 200 and parts[-1] == "metrics" and "subtasks" in parts:
+            body = json.dumps(_poison_flink_metrics(json.loads(body))).encode()
+        return (status, body, *rest)
+
+    return poisoned
+
+
+def _poison_storm(name, doc):
+    if name.startswith("component-"):
+        for row in doc.get("executorStats", []):
+            for key in ("executed", "emitted", "transferred"):
+                if key in row:
+                    row[key] = 1e308
+    return doc
+
+
+def _poison_saved(engine: str, target: Path) -> Path:
+    """A copy of the engine's saved fixture with counts at 1e308 (what the readers of the
+    issue-34 battery summed into numpy's RuntimeWarning)."""
+    import shutil
+
+    if engine == "storm-ui":
+        shutil.copytree(STORM, target)
+        for page in target.glob("component-*.json"):
+            page.write_text(json.dumps(_poison_storm(page.name, json.loads(page.read_text()))))
+    else:  # its last snapshot alone (rates from the meters, as a live --window 0 read)
+        shutil.copytree(FLINK, target)
+        manifest = json.loads((target / "capture.json").read_text())
+        manifest["snapshots"] = manifest["snapshots"][-1:]
+        (target / "capture.json").write_text(json.dumps(manifest))
+        for path in (target / manifest["snapshots"][0]["dir"]).rglob("metrics.json"):
+            path.write_text(json.dumps(_poison_flink_metrics(json.loads(path.read_text()))))
+    return target
+
+
+def _stderr_of_one_error(capsys, caught) -> str:
+    """The one line on stderr, no warning recorded (it would print on stderr in a real run)."""
+    assert not caught, [f"{w.category.__name__}: {w.message}" for w in caught]
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("error:") and "Warning" not in err[0], err
+    return err[0]
+
+
+@pytest.mark.parametrize("engine, source", [("storm-ui", "live"), ("flink", "live"),
+                                            ("storm-ui", "saved"), ("flink", "saved")])
+def test_counts_of_1e308_are_one_line_naming_the_field(serve, tmp_path, capsys, engine, source):
+    import warnings
+
+    if source == "saved":
+        argv = ["read-engine", engine, "--dir", str(_poison_saved(engine, tmp_path / "saved"))]
+    elif engine == "storm-ui":
+        argv = ["read-engine", engine, "--url", serve(storm_answer(_poison_storm)), "--topology-id", TOPOLOGY_ID]
+    else:
+        argv = ["read-engine", engine, "--url", serve(_poisoned_flink(_flink_answer())), "--window", "0"]
+    out = tmp_path / "o" / "r"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(argv + ["--out", str(out)])
+    line = _stderr_of_one_error(capsys, caught)
+    assert code == 2
+    if engine == "storm-ui":
+        assert re.search(r"component-\S+\.executorStats\[0\]\.\w+: 1e\+308 is above 2\^63", line), line
+    else:
+        assert re.search(r"subtasks/\d+/metrics(\.json)?\[\d+\]\.value \(numRecords\w+\): '1e308' is beyond 2\^63",
+                         line), line
+    assert not out.exists() and list((tmp_path / "o").iterdir()) == []
+
+
+def test_collect_counts_of_1e308_are_one_line(serve, tmp_path, capsys):
+    import warnings
+
+    url = serve(storm_answer(_poison_storm))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["collect", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID, "--out", str(tmp_path / "c"),
+                     "--once"])
+    assert code == 2 and "is above 2^63" in _stderr_of_one_error(capsys, caught)
+    assert not list((tmp_path / "c").glob("*.csv"))
+
+
+@pytest.mark.slow  # a process of its own: seconds to start on a busy machine
+def test_counts_of_1e308_real_stderr_has_one_line(tmp_path):
+    """The same through a real process: what numpy would print goes to the real stderr."""
+    import subprocess
+    import sys
+
+    saved = _poison_saved("storm-ui", tmp_path / "saved")
+    done = subprocess.run([sys.executable, "-m", "streamsched.cli", "read-engine", "storm-ui", "--dir", str(saved),
+                           "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=120)
+    err = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(err) == 1 and "Warning" not in done.stderr, done.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_numbers_in_range_that_combine_out_of_it_are_one_line(tmp_path, capsys):
+    """Every count within 2^63, but two Flink snapshots 1e-310 s apart: the rates overflow in
+    numpy's sums; that is one error naming the capture, not a RuntimeWarning. Storm alike: an
+    interval of 1e-300 s between two collector readings."""
+    import shutil
+    import warnings
+
+    from streamsched.pipeline.collect_rest import storm_interval
+
+    saved = tmp_path / "saved"
+    shutil.copytree(FLINK, saved)
+    manifest = json.loads((saved / "capture.json").read_text())
+    manifest["snapshots"][0]["time"], manifest["snapshots"][1]["time"] = 0.0, 1e-310
+    (saved / "capture.json").write_text(json.dumps(manifest))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["read-engine", "flink", "--dir", str(saved), "--out", str(tmp_path / "r")])
+        line = _stderr_of_one_error(capsys, caught)
+        assert code == 2 and "combine out of range" in line and str(saved) in line, line
+
+        data = ui_rest.read_dir(STORM)
+        more = {"emitted": 1e18, "transferred": 1e18, "executed": 1e18}
+        later = dataclasses.replace(
+            data, executors=tuple(dataclasses.replace(e, **{k: getattr(e, k) + v for k, v in more.items()
+                                                            if getattr(e, k) is not None}) for e in data.executors),
+            inputs=tuple(dataclasses.replace(i, executed=i.executed + 1e18) for i in data.inputs))
+        interval, _ = storm_interval(data, later, 1e-300)
+        with pytest.raises(InputError, match="combine out of range"):
+            ui_rest.estimate(interval)
+    assert not caught, [str(w.message) for w in caught]
