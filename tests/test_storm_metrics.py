@@ -337,3 +337,28 @@ def test_ingest_refuses_storm_files_that_give_nothing(spark, tmp_path):
     # Ambiguous cut names: one InputError from inside the Spark task, no stack trace.
     with pytest.raises(InputError, match=r"cut metric names are ambiguous"):
         ingest(spark, [FIXTURES / "storm-2.3-ambiguous"], tmp_path / "store")
+
+
+def test_values_above_2_63_are_quarantined_not_summed(tmp_path):
+    """Issue 34: a count of 1e308 (and a latency of 1e308 ms) is no Java long: the line is
+    quarantined (negative_count: negative, not finite or above 2^63) naming the value, and the
+    estimate holds only finite numbers (1e308 summed with its peers was inf before)."""
+    lines = V1.read_text().splitlines(keepends=True)
+    assert lines[27].endswith("__execute-count        \t{split:default=2400}\n")
+    assert lines[25].endswith("__execute-latency      \t{split:default=0.25}\n")
+    lines[27] = lines[27].replace("=2400}", "=1e308}")
+    lines[25] = lines[25].replace("=0.25}", "=1E308}")
+    poisoned = tmp_path / "workers-artifacts" / "wordcount-1-1714557600" / "6700" / "worker.log.metrics"
+    poisoned.parent.mkdir(parents=True)
+    poisoned.write_text("".join(lines))
+    _, estimate, counts = _read(poisoned)
+    rejected = counts[str(poisoned)].rejected
+    assert [(line, reason) for line, reason, _ in rejected] == [(26, "negative_count"), (28, "negative_count")]
+    assert "'1E308' is negative, not finite or above 2^63" in rejected[0][2]
+    assert "'1e308' is negative, not finite or above 2^63" in rejected[1][2]
+    values = [v for *_, v in estimate.traffic] + [v for *_, v in estimate.load]
+    assert values and all(0 <= v <= 1e15 for v in values)
+    # a count of 2^63 itself is still a count (Long.MAX_VALUE + 1 rounds to it as a double)
+    lines[27] = lines[27].replace("=1e308}", "=9223372036854775808}")
+    poisoned.write_text("".join(lines))
+    assert [line for line, _, _ in _read(poisoned)[2][str(poisoned)].rejected] == [26]
