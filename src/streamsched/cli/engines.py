@@ -170,21 +170,35 @@ def flink_rest(
         None, "--timeout", help=f"seconds for the whole read, window included (default {READ_TIMEOUT_S:g})"),
     http_timeout: Optional[float] = typer.Option(
         None, "--http-timeout", help=f"seconds per request, tries included (default {REQUEST_TIMEOUT_S:g})"),
+    prometheus: Optional[str] = typer.Option(
+        None, "--prometheus", help="rates over the last --window seconds from this Prometheus (Flink's reporter); "
+        "the topology from --url or --dir"),
+    step: float = typer.Option(1.0, "--step", help="with --prometheus: query_range resolution, s"),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON instead of a summary"),
 ) -> None:
     """Flink REST API: one graph task per subtask (loads in busy cores, pair rates per ship
     strategy), the current placement on TaskManagers and the TaskManagers. Live reads keep the
-    responses in OUTDIR/flink-rest/ (read them again with --dir)."""
+    responses in OUTDIR/flink-rest/ (read them again with --dir). With --prometheus the rates are
+    the counters Prometheus kept over the last --window seconds."""
     from streamsched.engines import flink
 
     keys = ("job_id", "job_name", "flink_version", "rates_from", "window_s", "node_by", "measured_per_s", "edges")
-    with staged_directory(out) as stage, malformed_capture(url or directory):
-        reading = flink.read(url=url, job_id=job_id, directory=directory, window_s=window, timeout=timeout,
-                             node_by=node_by, save_dir=stage / "flink-rest" if url is not None else None,
-                             http_timeout=http_timeout)
+    with staged_directory(out) as stage, malformed_capture(prometheus or url or directory):
+        if prometheus is not None:
+            from streamsched.engines.flink import from_prometheus
+
+            reading, read = from_prometheus.read(prometheus, window, step, url=url, job_id=job_id,
+                                                 directory=str(directory) if directory is not None else None,
+                                                 node_by=node_by, timeout=timeout or READ_TIMEOUT_S)
+            reading.report["prometheus"] = {"url": prometheus, "series": read.series, "resets": read.resets}
+            keys += ("prometheus",)
+        else:
+            reading = flink.read(url=url, job_id=job_id, directory=directory, window_s=window, timeout=timeout,
+                                 node_by=node_by, save_dir=stage / "flink-rest" if url is not None else None,
+                                 http_timeout=http_timeout)
         report = write_reading(stage, out, reading.graph, reading.placement, reading.cluster, {
             "engine": "flink", **{k: reading.report[k] for k in keys},
-            "flink_rest_dir": str(out / "flink-rest" if url is not None else directory),
+            "flink_rest_dir": str(out / "flink-rest" if url is not None and prometheus is None else directory),
         }, reading.warnings)
     if as_json:
         print(json.dumps(finite_or_null(report), indent=1))
@@ -366,6 +380,8 @@ def local_start(
     loss_pct: float = typer.Option(0.0, "--loss-pct", help="network lab: packet loss % of each link direction"),
     cpu_quota: Optional[list[str]] = typer.Option(None, "--cpu-quota", help="network lab: tm-K=CORES, a "
                                                   "TaskManager's CPU quota (cgroup; repeatable)"),
+    with_prometheus: bool = typer.Option(False, "--prometheus", help="Flink's Prometheus reporter on every process "
+                                         "and a Prometheus scraping them (Debian's prometheus; data in DIR/prometheus)"),
 ) -> None:
     """Start a JobManager (adaptive scheduler, plugin, plans in DIR/plans) and TaskManagers on 127.0.0.1.
 
@@ -383,9 +399,25 @@ def local_start(
             links[name] = (_number("--link-mbit-tm", name, rate_in), _number("--link-mbit-tm", name, rate_out or rate_in))
         quotas = {name: _number("--cpu-quota", name, value) for name, value in _pairs("--cpu-quota", cpu_quota).items()}
         network = netlab.LabOptions(link_mbit, links, delay_ms, loss_pct, quotas)
+    if with_prometheus:
+        from streamsched.engines.flink import prometheus
+
+        if network is not None:
+            raise InputError("--prometheus: not with the network lab (its TaskManagers' reporters are in namespaces)")
+        prometheus.binary()
+        reporter_ports = prometheus.free_port_range(taskmanagers + 1)
+        extra.update(prometheus.reporter_settings(reporter_ports))
     cluster = local.start(directory, taskmanagers=taskmanagers, slots=slots, rest_port=port, jm_memory=jm_memory,
                           tm_memory=tm_memory, plugin=not no_plugin, extra=extra, network=network)
     print(cluster.url)
+    if with_prometheus:
+        try:
+            server = prometheus.start(directory, [f"127.0.0.1:{p}" for p in reporter_ports])
+        except BaseException:
+            local.stop(directory)
+            raise
+        print(server.url)
+        _note(f"Prometheus at {server.url} scrapes the reporters on ports {reporter_ports[0]}-{reporter_ports[-1]}")
     lab = f"; network lab, cluster file {cluster.cluster_file}" if cluster.cluster_file else ""
     _note(f"Flink {taskmanagers} TaskManagers x {slots} slots at {cluster.url}; logs {cluster.logs}; plans "
           f"{cluster.plans}{lab}; stop with `streamsched flink-local stop --dir {directory}`")

@@ -223,9 +223,9 @@ def _start(base: Path, taskmanagers: int, slots: int, rest_port: int, jm_memory:
                        "-cp", cp, main, "--configDir", str(conf), *dynamic]
             if lab is not None and name != "jobmanager":  # its cgroup, then its namespace; the pid stays the JVM's
                 command = [*netlab.launch_prefix(lab, name), *command]
-            with open(logs / f"{name}.out", "w") as out:
+            with open(logs / f"{name}.out", "w") as out:  # plugins (metric reporters) as Flink's scripts find them
                 proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                                        start_new_session=True, env={**os.environ, "FLINK_PLUGINS_DIR": str(home / "plugins")})
             cluster.pids[name] = proc.pid
             _save(cluster)
         if lab is not None:
@@ -307,11 +307,15 @@ def stop(base: str | Path, timeout_s: float = 20.0) -> list[str]:
     """End the process groups :func:`start` recorded in ``base`` (SIGTERM, then SIGKILL after
     ``timeout_s``) and remove its network lab (:func:`~streamsched.engines.flink.netlab.teardown`:
     every process, namespace, link and cgroup of the lab, also where no record names them); the
-    names of the processes that were running and of what the lab removed."""
+    names of the processes that were running and of what the lab removed. A Prometheus started
+    beside it (``flink-local start --prometheus``, :mod:`.prometheus`) is stopped too."""
+    from streamsched.engines.flink import prometheus
+
+    prometheus_stopped = ["prometheus"] if prometheus.stop(base) else []
     if not (Path(base).resolve() / STATE_FILE).exists():
         removed = netlab.teardown(base)
-        if removed:
-            return removed
+        if removed or prometheus_stopped:
+            return removed + prometheus_stopped
     cluster = load(base)
     stopped = []
     for name, pid in cluster.pids.items():
@@ -334,7 +338,7 @@ def stop(base: str | Path, timeout_s: float = 20.0) -> list[str]:
                 pass
     stopped += netlab.teardown(cluster.base)
     (cluster.base / STATE_FILE).unlink(missing_ok=True)
-    return stopped
+    return stopped + prometheus_stopped
 
 
 # ---------------------------------------------------------------------------- example job
