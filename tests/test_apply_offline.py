@@ -327,12 +327,14 @@ def test_the_demo_loop_says_what_apply_judged_and_measured(reading, flink, tmp_p
     loop = LiveLoop(JOB, tmp_path, tmp_path, 1.0, result["reading"]["exchanged_records_per_s"], None, "optimal",
                     plan, result)
     lines = live_loop_lines(loop)
-    assert lines[-1].startswith("flink: job left alone: the plan is the running placement with identical "
-                                "TaskManagers swapped: no subtask would move; measured 4,591 source records/s")
+    assert lines[0] == "flink: on loopback, not in the network lab: placement moves bytes here, not throughput"
+    assert lines[-2] == ("flink: job left alone: the plan is the running placement with identical TaskManagers "
+                         "swapped: no subtask would move")
+    assert lines[-1].startswith("flink: measured 4,591 source records/s; latency at the sink n/a")
     done = {**result, "applied": True, "moved": [{}], "downtime_s": 1.5, "rescales": [{}, {}],
             "after": {**{k: result["reading"][k] for k in ("window_s", "rates_from", "exchanged_records_per_s")},
                       "measured_throughput": 2 * result["reading"]["measured_throughput"],
                       "measured_remote_bytes_per_s": 0.5 * result["reading"]["measured_remote_bytes_per_s"]}}
     lines = live_loop_lines(LiveLoop(JOB, tmp_path, tmp_path, 1.0, 1.0, 1.0, "optimal", plan, done))
-    assert "source records/s: 4,591 before, 9,183 after (+100.0 %); predicted n/a (no link capacities" in lines[-2]
+    assert "source records/s: 4,591 before, 9,183 after (+100.0 %); predicted n/a (no link capacities" in lines[-3]
     assert "155,635 before, 77,818 after (-50.0 %); predicted 155,445 -> 155,445" in lines[-1]

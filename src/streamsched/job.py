@@ -160,6 +160,19 @@ def run_demo(spark: Any, workload: str, cluster: Cluster, out: str | Path, names
     return {k: generated[k] for k in ("traffic_rows", "load_rows", "dirty", "files")}, result
 
 
+#: The demo's network lab (issue 37): 3 TaskManagers x 2 slots, links of 40, 20 and 20 Mbit/s in
+#: each direction, no CPU quota. The example job (3 slots) is then bound by a link wherever Flink
+#: puts it: every slot-sharing placement of Flink's default crosses a 20 Mbit/s link as much as
+#: the fast one, while the proven throughput optimum keeps most of the exchange inside tm-1 and
+#: sends what must leave it over both slower links (+67 % predicted on the job's own structure).
+DEMO_TASKMANAGERS, DEMO_SLOTS = 3, 2
+DEMO_LAB = {"tm-1": 10.0, "tm-2": 5.0, "tm-3": 5.0}
+#: datagen rows/s on the lab: far above what the links carry (sources back-pressured)
+DEMO_LAB_RATE = 200_000
+#: Latency markers every 500 ms, each histogram over the last 20 (about the last 10 s).
+LATENCY_CONFIG = {"metrics.latency.interval": "500", "metrics.latency.history-size": "20"}
+
+
 @dataclass(frozen=True)
 class LiveLoop:
     """The loop on a live Flink (:func:`run_flink_loop`): the job as read, the Spark snapshot of
@@ -180,27 +193,39 @@ class LiveLoop:
     #: bytes, the running placement and the plan predicted), moved subtasks, downtime, the
     #: reading after
     applied: dict[str, Any]
+    #: the network lab the cluster ran in: TaskManagers, slots, link Mbit/s per TaskManager, its
+    #: cluster file (None: on loopback, ``no_lab`` says why)
+    lab: dict[str, Any] | None = None
+    no_lab: str | None = None
+    #: latency markers at the sink, ms (:func:`~streamsched.engines.flink.latency.sink_latency`):
+    #: at the end of the reading before, and of the reading after (None when left alone)
+    latency_before: dict[str, float] | None = None
+    latency_after: dict[str, float] | None = None
 
     def summary(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
 
 
-def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", taskmanagers: int = 2, slots: int = 2,
-                   rate: int = 4000, record_bytes: int = 1000, window_s: float = 10.0, min_gain: float | None = None,
+def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", window_s: float = 10.0,
+                   min_gain: float | None = None, lab: bool = True,
                    log: Callable[[str], None] = lambda _m: None) -> LiveLoop:
-    """Issue 26's loop on a local Flink 2.3 with the placement plugin: start the cluster
-    (``out/flink``), run the example job (datagen -REBALANCE-> Calc -HASH-> aggregate), read it
-    over REST (``out/flink-read``, a read-engine directory), collect its counters twice into
-    chunks and ingest them on ``spark`` (``out/flink-store``: the same pair rates as the REST
-    reading, from the pipeline), place the read graph with ``scheduler`` under Flink's slot rule,
-    and hand the plan to ``apply``, which leaves the job alone when no subtask would move or the
+    """Issue 26's loop on a local Flink 2.3 with the placement plugin, on the network lab where
+    the machine allows (issue 37; :data:`DEMO_LAB`, else on loopback, 2 TaskManagers x 2 slots,
+    and ``no_lab`` says why): start the cluster (``out/flink``, latency markers on), run the
+    example job (datagen -REBALANCE-> Calc -HASH-> aggregate), read it over REST
+    (``out/flink-read``, a read-engine directory), collect its counters twice into chunks and
+    ingest them on ``spark`` (``out/flink-store``: the same pair rates as the REST reading, from
+    the pipeline), place the read graph with ``scheduler`` under Flink's slot rule on the lab's
+    cluster file (``optimal`` with ``objective=throughput`` there: link capacities known), and
+    hand the plan to ``apply``, which leaves the job alone when no subtask would move or the
     predicted gain is below ``min_gain`` (``apply``'s threshold by default), else applies it (two
-    rescales, every subtask checked) and measures the job again: source records/s and bytes
-    between TaskManagers before and after, the prediction beside them. The cluster is stopped in
-    every case."""
+    rescales, every subtask checked) and measures the job again: source records/s, latency at
+    the sink and bytes between TaskManagers before and after, the prediction beside them. The
+    cluster is stopped in every case."""
     from streamsched.engines.flink import apply as flink_apply
-    from streamsched.engines.flink import local
-    from streamsched.engines.flink.rest import read
+    from streamsched.engines.flink import local, netlab
+    from streamsched.engines.flink.latency import sink_latency
+    from streamsched.engines.flink.rest import FlinkRest, read
     from streamsched.pipeline.collect_rest import FlinkCollector
     from streamsched.model.units import CORES
     from streamsched.pipeline.ingest import Window, ingest
@@ -212,13 +237,31 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", task
     out = Path(out)
     min_gain = flink_apply.MIN_GAIN if min_gain is None else min_gain
     get_scheduler(scheduler).resolved_params()
-    log(f"starting a local Flink: {taskmanagers} TaskManagers x {slots} slots, the placement plugin")
-    cluster = local.start(out / "flink", taskmanagers=taskmanagers, slots=slots, rest_port=0)
+    no_lab = None if lab else "the lab was not asked for"
+    if lab:
+        try:
+            netlab.check_machine(cpu=False)
+        except netlab.LabError as exc:
+            no_lab = str(exc)
+    if no_lab is None:
+        taskmanagers, slots, rate, record_bytes = DEMO_TASKMANAGERS, DEMO_SLOTS, DEMO_LAB_RATE, 1000
+        network = netlab.LabOptions(links={tm: (mbit, mbit) for tm, mbit in DEMO_LAB.items()})
+        links = ", ".join(f"{tm} {mbit:g}" for tm, mbit in DEMO_LAB.items())
+        log(f"starting a local Flink in the network lab: {taskmanagers} TaskManagers x {slots} slots, links {links} "
+            f"Mbit/s, the placement plugin")
+    else:
+        taskmanagers, slots, rate, record_bytes, network = 2, 2, 4000, 1000, None
+        log(f"starting a local Flink on loopback ({no_lab}): {taskmanagers} TaskManagers x {slots} slots, "
+            f"the placement plugin")
+    cluster = local.start(out / "flink", taskmanagers=taskmanagers, slots=slots, rest_port=0, network=network,
+                          extra=LATENCY_CONFIG)
     try:
+        machines = Cluster.load(cluster.cluster_file) if cluster.cluster_file else None
         job_id = local.submit_example(cluster.url, cluster.logs, rate=rate, record_bytes=record_bytes)
         local.wait_flowing(cluster.url, job_id)
         log(f"job {job_id} runs; reading it over {window_s:g} s")
         before = read(url=cluster.url, job_id=job_id, window_s=window_s)
+        latency_before = sink_latency(FlinkRest(cluster.url), job_id)
         write_engine_dir(out / "flink-read", before.graph, before.placement, before.cluster)
         log("collecting its counters and ingesting them on Spark")
         collector = FlinkCollector(cluster.url, out / "flink-chunks", job_id)
@@ -230,17 +273,25 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", task
                         Options(load_unit=CORES))
         snapshot = Path(report["snapshots"][0])
         measured = load_snapshot(snapshot)
-        placement = get_scheduler(scheduler).schedule(before.graph, before.cluster)
+        on = before if machines is None else flink_apply.with_machines(before, machines, str(cluster.cluster_file))
+        params = {"objective": "throughput"} if scheduler == "optimal" and on.cluster.has_links else {}
+        label = scheduler + "".join(f" -p {k}={v}" for k, v in params.items())
+        log(f"placing the read graph with {label}")
+        placement = get_scheduler(scheduler, **params).schedule(on.graph, on.cluster)
         plan = out / "flink-plan.json"
-        placement.write(plan, before.graph, before.cluster)
-        log(f"judging {scheduler}'s placement against the running one (threshold {100 * min_gain:g} %)")
+        placement.write(plan, on.graph, on.cluster)
+        log(f"judging {label}'s placement against the running one (threshold {100 * min_gain:g} %)")
         applied = flink_apply.apply(cluster.url, plan, job_id=job_id, window_s=window_s, log=log, before=before,
-                                    min_gain=min_gain)
+                                    min_gain=min_gain, machines=machines)
+        latency_after = sink_latency(FlinkRest(cluster.url), job_id) if applied.applied else None
         if not applied.applied:
             log(f"job left alone: {applied.reason}")
     finally:
         local.stop(cluster.base)
     result = applied.to_dict()
+    lab_info = None if machines is None else {
+        "taskmanagers": taskmanagers, "slots": slots, "link_mbit": dict(DEMO_LAB), "cluster_file": cluster.cluster_file}
     return LiveLoop(job_id, out / "flink-read", snapshot, measured.total_rate,
                     result["reading"]["exchanged_records_per_s"],
-                    result["after"]["exchanged_records_per_s"] if result["after"] else None, scheduler, plan, result)
+                    result["after"]["exchanged_records_per_s"] if result["after"] else None, label, plan, result,
+                    lab_info, no_lab, latency_before, latency_after)

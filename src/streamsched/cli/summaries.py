@@ -166,29 +166,53 @@ def _change(then: float | None, now: float | None) -> str:
     return f" ({100.0 * (now - then) / then:+.1f} %)" if then and now is not None else ""
 
 
+def _latency(latency: Mapping[str, float] | None) -> str:
+    if not latency or not latency.get("histograms"):
+        return "n/a (no latency marker reported)"
+    return f"p50 {num(round(latency['p50']))} / p99 {num(round(latency['p99']))} ms"
+
+
 def live_loop_lines(loop: Any) -> list[str]:
-    """``demo``'s live Flink part: the job read and ingested, the plan judged against the running
-    placement on that reading, applied or left alone, and what it measured after."""
+    """``demo``'s live Flink part: where the cluster ran (the network lab, or loopback and why),
+    the job read and ingested, the plan judged against the running placement on that reading,
+    applied or left alone, and what it measured: source records/s with the predicted throughput
+    beside them, latency at the sink (latency markers), bytes between TaskManagers."""
     applied, r = loop.applied, loop.applied["reading"]
     after = applied["after"]
     predicted_t = r["plan_predicted_throughput"]
+    if loop.lab is not None:
+        links = ", ".join(f"{tm} {mbit:g}" for tm, mbit in loop.lab["link_mbit"].items())
+        where = (f"flink: network lab: {loop.lab['taskmanagers']} TaskManagers x {loop.lab['slots']} slots, each in "
+                 f"its own network namespace behind a shaped link ({links} Mbit/s each way; {loop.lab['cluster_file']})")
+    else:
+        why = f" ({loop.no_lab})" if loop.no_lab else ""
+        where = f"flink: on loopback, not in the network lab{why}: placement moves bytes here, not throughput"
     lines = [
+        where,
         f"flink: job {loop.job_id} read over REST ({loop.read_dir}): {num(loop.rate_before)} records/s between "
         f"subtasks; Spark's snapshot of the collector's next window: {num(loop.snapshot_rate)} records/s",
         f"flink: {loop.scheduler}'s plan ({loop.plan}) against the running placement, one reading of "
         f"{r['window_s']:.1f} s: predicted gain in {applied['basis']} {100 * applied['gain']:+.1f} % (threshold "
         f"{100 * applied['min_gain']:g} %)",
     ]
+    running = (f" (predicted {num(r['running_predicted_throughput'])}, bottleneck {r['running_bottleneck']})"
+               if r["running_predicted_throughput"] is not None else "")
     if not applied["applied"]:
-        return lines + [f"flink: job left alone: {applied['reason']}; measured {num(r['measured_throughput'])} source "
-                        f"records/s, {num(r['measured_remote_bytes_per_s'])} bytes/s between TaskManagers"]
+        return lines + [f"flink: job left alone: {applied['reason']}",
+                        f"flink: measured {num(r['measured_throughput'])} source records/s{running}; latency at the "
+                        f"sink {_latency(loop.latency_before)}; {num(r['measured_remote_bytes_per_s'])} bytes/s "
+                        f"between TaskManagers"]
     return lines + [
         f"flink: applied: {len(applied['moved'])} subtasks moved, downtime {applied['downtime_s']:.2f} s over "
         f"{len(applied['rescales'])} rescales, every subtask checked on its planned TaskManager",
         f"flink: source records/s: {num(r['measured_throughput'])} before, {num(after['measured_throughput'])} after"
         f"{_change(r['measured_throughput'], after['measured_throughput'])}; predicted "
-        + (f"{num(r['running_predicted_throughput'])} -> {num(predicted_t)}" if predicted_t is not None else
+        + (f"{num(r['running_predicted_throughput'])} -> {num(predicted_t)}"
+           f"{_change(r['running_predicted_throughput'], predicted_t)} (bottleneck {r['running_bottleneck']} -> "
+           f"{r['plan_bottleneck']})" if predicted_t is not None else
            "n/a (no link capacities: the job's sources emit at a fixed rate, traffic moves, throughput stays)"),
+        f"flink: latency at the sink (latency markers): {_latency(loop.latency_before)} before, "
+        f"{_latency(loop.latency_after)} after (not predicted: the model predicts throughput)",
         f"flink: bytes/s between TaskManagers (numBytesInRemote): {num(r['measured_remote_bytes_per_s'])} before, "
         f"{num(after['measured_remote_bytes_per_s'])} after"
         f"{_change(r['measured_remote_bytes_per_s'], after['measured_remote_bytes_per_s'])}; predicted "
