@@ -137,6 +137,21 @@ def test_a_missing_series_is_unknown_and_said(tmp_path, capsys):
     assert any("Calc[2][2].numBytesInRemote" in w for w in report["warnings"])
 
 
+def test_read_engine_rates_from_prometheus_are_the_collected_chunk(tmp_path, capsys):
+    """``read-engine flink --prometheus`` (library call, the recorded range ending "now"):
+    the same records into Calc as ``collect prometheus`` over that range."""
+    server = _serve(RECORDED["answers"])
+    try:
+        reading, read = fp.read(server.url, RECORDED["end"] - RECORDED["start"], 5.0,
+                                directory=str(FIXTURES / "flink-rest"), now=RECORDED["end"] + 1.0)
+    finally:
+        server.close()
+    assert read.job_id == JOB and read.resets == 0 and reading.report["rates_from"] == "prometheus"
+    calc = [e for e in reading.report["edges"] if e["to"] == CALC][0]
+    seconds = RECORDED["end"] - RECORDED["start"]
+    assert calc["records_per_s"] == pytest.approx(_calc_in(RECORDED["answers"]) / seconds, rel=1e-9)
+
+
 def test_cumulative_follows_prometheus_reset_rule_by_hand():
     inf = -float("inf")
     counts, falls, started = fp.cumulative(fp.np.array([10.0, 20.0, inf, 5.0, 9.0]), True)
