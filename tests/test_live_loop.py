@@ -145,7 +145,7 @@ def test_the_loop_leaves_an_optimal_job_alone_and_moves_it_within_two_windows_of
     # the windows after: the one overlapping the apply settles; later ones are set against 4,500
     window(loop, graph, collector, tmp_path, 6, throughput=2000)
     collector.reading = replace(collector.reading, placement=Placement.build(np.array([0, 0, 0, 0, 2, 0, 0, 2])))
-    loop.applied["ended"] = T0 + 6 * WINDOW  # the apply ended with window 6
+    loop.applied["ended"] = T0 + 5 * WINDOW + 3  # the apply ended before window 7's reading began
     window(loop, graph, collector, tmp_path, 7, throughput=4200)
     window(loop, graph, collector, tmp_path, 8, throughput=4300)
     rows = read_journal(loop.journal)

@@ -3,7 +3,7 @@
 Each window of the loop goes through four steps, one after the other:
 
 1. **Collect.** :class:`GridCollector` (``collect flink``'s :class:`FlinkCollector`) reads the
-   job's counters once per window, on a grid (``k x W + 0.2 W``), so that each tumbling window of
+   job's counters once per window, on a grid (``k x W + 0.6 W``), so that each tumbling window of
    the watch holds one chunk of counter differences; it keeps each reading's measured source
    records/s and remote bytes/s (over the reading's own interval) and the job's placement.
 2. **Ingest.** The watch (Spark Structured Streaming, :mod:`.watch`) turns the window's chunk into
@@ -68,8 +68,10 @@ PAYBACK_WINDOWS = 20
 #: Downtime assumed before the loop has measured one (s): apply's two rescales took 0.4-3.2 s
 #: here (docs/benchmarks.md); the job runs at a changed parallelism for a cooldown in between.
 DEFAULT_DOWNTIME_S = 5.0
-#: Where in each window the collector reads (fraction of the window after its start).
-GRID_OFFSET = 0.2
+#: Where in each window the collector reads (fraction of the window after its start): a reading
+#: covers the interval since the one before, so 0.6 of it lies in the window it is counted in,
+#: and 0.4 of a window is left for the reading to land before the window ends.
+GRID_OFFSET = 0.6
 
 
 @dataclass
@@ -248,7 +250,11 @@ class LiveLoop:
                        "no reading of the job yet")
             return LoopDecision(graph.name, "snapshot", False, row["decision"], None, 0.0, None, 0, snapshot)
         reading = latest[1]
-        settling = self.applied is not None and start < self.applied["ended"]
+        if self.applied is not None and row["measured"]["covers"][0] < self.applied["ended"]:
+            self.streak = 0  # its rates include the downtime (and maybe the rescale's other parallelism)
+            row.update(decision="settling", why="the window's readings overlap the last apply")
+            return LoopDecision(graph.name, "snapshot", False, "settling", 0.0, 0.0, None, 0, snapshot,
+                                measured_before=measured_remote)
         if self.applied is not None and self.applied["plan"] is not None and latest[0] < self.applied["ended"]:
             current = self.applied["plan"]  # no reading has seen the job since the apply
             names = self.applied["names"]
@@ -257,11 +263,6 @@ class LiveLoop:
         running = self._on_graph(graph, reading.graph, current, names)
         basis, now = self._predict(graph, running)
         row.update(basis=basis, current={"predicted": now["value"], **now})
-        if settling:
-            self.streak = 0
-            row.update(decision="settling", why="the window overlaps the last apply (its rates include the downtime)")
-            return LoopDecision(graph.name, "snapshot", False, "settling", now["remote_bytes"], now["remote_bytes"],
-                                None, 0, snapshot, measured_before=measured_remote)
         proposed = self.scheduler.replan(graph, self.cluster, running, seed=self.seed, **self.replan_options)
         node_of, _renamed = flink_apply.relabel(running.node_of, proposed.node_of,
                                                 flink_apply.identical_nodes(self.cluster))
@@ -376,7 +377,8 @@ class LiveLoop:
 
     def _measured(self, start: float, end: float) -> dict[str, Any]:
         """The window's measured source records/s and remote bytes/s: its readings' own
-        intervals, weighted by their lengths (independent of how many readings it holds)."""
+        intervals, weighted by their lengths (independent of how many readings it holds), and
+        the time they cover (``covers``: from the first one's start to the last one's end)."""
         chunks = self.collector.figures_between(start, end)
         seconds = sum(c.seconds for c in chunks)
 
@@ -385,8 +387,9 @@ class LiveLoop:
             total = sum(s for _, s in values)
             return sum(v * s for v, s in values) / total if total > 0 else None
 
+        covers = [min(c.time - c.seconds for c in chunks), max(c.time for c in chunks)] if chunks else [start, end]
         return {"throughput": mean("throughput"), "remote_bytes_per_s": mean("remote_bytes_per_s"),
-                "readings": len(chunks), "seconds": seconds}
+                "readings": len(chunks), "seconds": seconds, "covers": covers}
 
     def _against_prediction(self, measured: dict[str, Any]) -> dict[str, Any]:
         applied = self.applied
