@@ -142,10 +142,11 @@ def test_the_loop_leaves_an_optimal_job_alone_and_moves_it_within_two_windows_of
     assert apply.calls[0]["min_gain"] == -math.inf and apply.calls[0]["machines"].has_links
     assert sorted((m["task"], m["from"], m["to"]) for m in rows[4]["moved"]) == [(4, "tm-2", "tm-3"), (7, "tm-2", "tm-3")]
     assert rows[4]["downtime_s"] == 1.5
-    # the windows after: the one overlapping the apply settles; later ones are set against 4,500
+    # the apply ran from T0 + 77 to T0 + 78 s (window 6's reading covers T0 + 63 .. 78: it settles);
+    # the readings after it are set against 4,500
+    loop.applied["started"], loop.applied["ended"] = T0 + 5 * WINDOW + 2, T0 + 5 * WINDOW + 3
     window(loop, graph, collector, tmp_path, 6, throughput=2000)
     collector.reading = replace(collector.reading, placement=Placement.build(np.array([0, 0, 0, 0, 2, 0, 0, 2])))
-    loop.applied["ended"] = T0 + 5 * WINDOW + 3  # the apply ended before window 7's reading began
     window(loop, graph, collector, tmp_path, 7, throughput=4200)
     window(loop, graph, collector, tmp_path, 8, throughput=4300)
     rows = read_journal(loop.journal)

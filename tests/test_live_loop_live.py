@@ -45,7 +45,7 @@ def test_the_loop_follows_a_slowed_link_and_leaves_an_unchanged_job_alone(lab3, 
     placed = scenario.place(cluster, job, out=tmp_path)
     light = placed["light"]
     assert sorted(placed["where"][v].count(light) for v in placed["where"]) == [0, 1, 1]
-    run = scenario.run_loop(cluster, job, tmp_path / "loop", WINDOW, before=4, after=5, slow_mbit=1.0,
+    run = scenario.run_loop(cluster, job, tmp_path / "loop", WINDOW, before=4, after=7, slow_mbit=1.0,
                             dry_run=False, slowed=light, log=lambda message: None)
     rows, summary = run["rows"], run["summary"]
     assert summary["complete"] and not summary["duplicates"], summary
@@ -61,13 +61,15 @@ def test_the_loop_follows_a_slowed_link_and_leaves_an_unchanged_job_alone(lab3, 
     moved = after[applies[0]]["moved"]
     assert moved and {m["from"] for m in moved} == {light}, moved
     assert all(m["to"] not in (light,) for m in moved)
-    # measured: the slowed placement before the move against the moved job after it
-    slowed = [r["measured"]["throughput"] for r in after[:applies[0] + 1] if r["window"]["start"] >= run["changed"]
-              and r["decision"] != "settling"]
-    moved_job = [r["measured"]["throughput"] for r in after[applies[0] + 1:] if r["decision"] != "settling"]
+    # measured: readings of the unchanged placement under the change (after the change, before the
+    # apply began) against readings of the moved job (after the apply ended)
+    started, ended = after[applies[0]]["apply_times"]
+    covers = [(r["measured"]["covers"], r["measured"]["throughput"]) for r in rows if r["measured"]["readings"]]
+    slowed = [v for (a, b), v in covers if a >= run["changed"] and b <= started]
+    moved_job = [v for (a, b), v in covers if a >= ended]
     assert slowed and moved_job, [(r["decision"], r["measured"]) for r in after]
     assert min(moved_job) > 1.5 * max(slowed), (slowed, moved_job)
-    assert all(r["since_apply"]["predicted"] for r in after[applies[0] + 1:])
+    assert all(r["since_apply"]["predicted"] for r in rows if r["measured"]["covers"][0] >= ended)
     for row in rows:  # every line says what a reader needs
         assert {"window", "measured", "decision", "why"} <= set(row)
         if row["decision"] not in ("no-data", "settling"):

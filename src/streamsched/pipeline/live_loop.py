@@ -20,8 +20,8 @@ Each window of the loop goes through four steps, one after the other:
    so in ``confirm`` consecutive windows (hysteresis: one noisy window moves nothing). Then the
    plan is applied through ``apply flink``'s code (:func:`streamsched.engines.flink.apply.apply`,
    which checks every subtask landed where planned and puts the job back when a step fails).
-   Windows that overlap an apply are ``settling`` (their rates include the downtime); the windows
-   after it are measured against the plan's prediction.
+   Windows whose readings overlap an apply are ``settling`` (their rates include the downtime);
+   the windows read after it are measured against the plan's prediction (``since_apply``).
 
 Every window gives one line of the **journal** (:data:`JOURNAL_FORMAT`, JSON lines): its rows,
 snapshot, measured throughput and remote bytes, both placements' predicted values, the decision
@@ -222,11 +222,13 @@ class LiveLoop:
                                "cluster_changed": self.cluster_changed, "links": _links(self.cluster)}
         self.cluster_changed = False
         row["measured"] = self._measured(start, end)
-        if self.applied is not None and self.applied["predicted"] is not None:
+        covers, applied = row["measured"]["covers"], self.applied
+        overlaps = applied is not None and covers[0] < applied["ended"] and covers[1] > applied["started"]
+        if applied is not None and applied["predicted"] is not None and covers[0] >= applied["ended"]:
             row["since_apply"] = self._against_prediction(row["measured"])
         try:
             try:
-                decision = self._decide(graph, snapshot, start, end, row)
+                decision = self._decide(graph, snapshot, start, end, row, overlaps)
             except StreamschedError as exc:
                 row.update(decision="error", why=str(exc))
                 decision = LoopDecision(graph.name, "snapshot", False, "error", None, 0.0, None, 0, snapshot)
@@ -242,7 +244,7 @@ class LiveLoop:
 
     # ------------------------------------------------------------------ steps
     def _decide(self, graph: TaskGraph, snapshot: str | None, start: float, end: float,
-                row: dict[str, Any]) -> LoopDecision:
+                row: dict[str, Any], overlaps: bool) -> LoopDecision:
         measured_remote = row["measured"]["remote_bytes_per_s"]
         latest = self.collector.latest_reading()
         if latest is None or latest[1].graph.name != graph.name:
@@ -250,7 +252,7 @@ class LiveLoop:
                        "no reading of the job yet")
             return LoopDecision(graph.name, "snapshot", False, row["decision"], None, 0.0, None, 0, snapshot)
         reading = latest[1]
-        if self.applied is not None and row["measured"]["covers"][0] < self.applied["ended"]:
+        if overlaps:
             self.streak = 0  # its rates include the downtime (and maybe the rescale's other parallelism)
             row.update(decision="settling", why="the window's readings overlap the last apply")
             return LoopDecision(graph.name, "snapshot", False, "settling", 0.0, 0.0, None, 0, snapshot,
@@ -326,7 +328,8 @@ class LiveLoop:
                                    log=self.log)
         except StreamschedError as exc:
             # apply put the job back (its error says how that went); the windows it overlapped settle
-            row.update(decision="apply-failed", why=str(exc), apply_seconds=time.time() - started)
+            row.update(decision="apply-failed", why=str(exc), apply_seconds=time.time() - started,
+                       apply_times=[started, time.time()])
             self.applied = {"window": end, "started": started, "ended": time.time(), "plan": None, "names": None,
                             "predicted": None, "basis": basis}
             return
@@ -335,6 +338,7 @@ class LiveLoop:
                    why=(f"predicted gain {100 * gain:+.1f} % in {basis} for {self.confirm} windows; "
                         f"{result.reason}"),
                    moved_subtasks=result.moved, downtime_s=result.downtime_s, apply_seconds=ended - started,
+                   apply_times=[started, ended],
                    rescales=result.rescales)
         if result.applied:
             self.downtime_s = result.downtime_s
