@@ -16,12 +16,14 @@ An exclusion without its reason fails :func:`test_exclusions_give_their_reason`;
 command runs in a scratch directory of its own (cwd), through the console script
 ``.venv/bin/streamsched`` (a line with shell syntax, ``&&``, ``for``, ``$e``, through
 ``bash -c`` with that script first on PATH), must exit as stated and print no traceback. The
-files a command names are made first by :data:`INPUTS` (fixtures, the README's own cluster
-file, a placement of the command's own workload and cluster by ``even``), nothing else.
+files a command names are made first by :data:`INPUTS` and :data:`SPARK_INPUTS` (fixtures, the
+README's own cluster file, a placement of the command's own workload and cluster by ``even``),
+nothing else; what a command leaves running is ended by :data:`TEARDOWN`.
 
 Tiers: a command of :data:`~streamsched.cli.spark_start.SPARK_COMMANDS`, or one whose inputs need
 Spark, is marked ``spark``; the commands in :data:`SLOW` (each longer than a few seconds,
-measured) ``slow``; the rest runs in ``make test-fast``. Tests are named ``FILE:LINE``.
+measured) and those that start Flink ``slow``; the rest runs in ``make test-fast``. Tests are
+named ``FILE:LINE``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ SLOW = {
     r"\breproduce fischer -o": "the experiment's full grid",
     r"--strategy topset,topset-p,ga-i": "24 edge simulations",
     r"--graph edges.csv .*optimal --param time_limit=30": "optimal on the 25-task edges.csv: 4-20 s",
+    r"\bread-engine storm-nimbus DIR\b": "50 stored topologies decoded: 24 s CPU",
+    r"\bschedule-many --nimbus DIR\b": "50 topologies placed twice: 9 s CPU",
+    r"replan current.json -w wordcount -c high-low-1-2 --migration-cost 5": "optimal with moves priced: 9 s CPU",
 }
 
 
@@ -246,9 +251,14 @@ def _metrics(where: Path) -> None:
     generate_metrics(resolve.graph("diamond-30"), where / "metrics", rows=20_000, seed=0)
 
 
+def _tests(where: Path) -> None:
+    """tests/: the repository's (a doc naming ``tests/fixtures/...`` means from the repository's root)."""
+    (where / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
+
+
 #: Inputs by the path a command names (first component), in the order they are made.
 INPUTS = {"cluster.yaml": _readme_cluster, "edges.csv": _edges, "now": _now, "DIR": _nimbus,
-          "out/demo/cluster.json": _demo_cluster, "metrics": _metrics}
+          "out/demo/cluster.json": _demo_cluster, "metrics": _metrics, "tests": _tests}
 
 
 def _store(where: Path, argv: list[str], spark) -> None:
