@@ -29,9 +29,11 @@ from streamsched.errors import StreamschedError
 
 #: The modules that add commands to :data:`.app.app` (imported by :func:`load_commands`).
 TOPICS = ("core", "costs", "edge", "engines", "evaluation", "live", "optimal", "pipeline")
-#: The topic of the commands that are worth loading alone (those of the monitoring pipeline:
-#: the others' matplotlib, solvers and engine readers take a second to import).
-COMMAND_TOPIC = {name: "pipeline" for name in ("gen-metrics", "ingest", "watch", "export", "run", "demo", "collect")}
+#: The topic of the commands that are worth loading alone (those of the monitoring pipeline, and
+#: read-engine, whose deadlines should not wait for imports: the others' matplotlib, solvers and
+#: engine readers take seconds to import on a busy machine).
+COMMAND_TOPIC = {**{name: "pipeline" for name in ("gen-metrics", "ingest", "watch", "export", "run", "demo", "collect")},
+                 "read-engine": "engines"}
 
 #: Name of the stderr handler ``--verbose`` adds to the ``streamsched`` logger.
 VERBOSE_HANDLER = "streamsched-verbose"
