@@ -179,7 +179,8 @@ def watch(
     load_unit: str = typer.Option(
         "tasks", "--load-unit", help="unit of the load rows: tasks, or cores (what collect storm-ui/flink write)"),
     metrics_port: Optional[int] = typer.Option(
-        None, "--metrics-port", help="serve the loop's Prometheus metrics on 127.0.0.1:PORT/metrics (0: a free port)"),
+        None, "--metrics-port", help="serve the loop's Prometheus metrics on 127.0.0.1:PORT/metrics "
+        "(0: a free port; default: not served)"),
     apply_flink: Optional[str] = typer.Option(
         None, "--apply-flink", help="Flink JobManager URL: read the job into DIRECTORY once per window, re-plan it "
         "from its running placement and apply plans (docs/pipeline.md, 'The live loop')"),
