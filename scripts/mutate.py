@@ -71,7 +71,10 @@ def configure(target: Path, module: str, tests: list[str]) -> None:
              'source_paths = ["src/"]\n'
              f"only_mutate = {json.dumps([f'{PACKAGE}/{module}'])}\n"
              f"pytest_add_cli_args_test_selection = {json.dumps(tests + FAST)}\n"
-             'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly"]\n')
+             'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly"]\n'
+             # a mutant that loops (e.g. a loop flag never reset) stops after 3 x, not 15 x, its tests'
+             # CPU time (x 2, + 1 s): killed as a timeout
+             "timeout_multiplier = 3.0\n")
     (target / "pyproject.toml").write_text(text)
 
 
