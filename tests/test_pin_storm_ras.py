@@ -119,6 +119,13 @@ def test_a_node_without_a_free_slot_counts_in_its_racks_resources():
     assert place(graph_of([0], [0.1], [0.01]), cluster) == ["a"]
 
 
+def test_a_rack_counts_its_slotless_nodes_once_and_its_other_nodes_once():
+    """r1 {a: 1 core, 1 GB; d: 5 cores, 5 GB, no free slot} holds 6 of 10 cores and GB, r2 {b:
+    4 cores, 4 GB} 4: r1 first, so a (counting a twice would give r1 7 against r2's 8)."""
+    cluster = cluster_of(("a", "r1", 1, 1, 1), ("d", "r1", 5, 5, 0), ("b", "r2", 4, 4, 1))
+    assert place(graph_of([0], [0.1], [0.01]), cluster) == ["a"]
+
+
 def test_a_refused_topology_reports_no_executor_placed():
     cluster = cluster_of(("a", "r", 8, 8, 4))
     with pytest.raises(PackingFailed) as refused:
