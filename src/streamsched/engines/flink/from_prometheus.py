@@ -404,6 +404,8 @@ def _intervals(job_id: str, documents: Mapping[str, Any], topology_from: str, co
                                    "reason": f"{counter} fell (attempt {s.attempt})", "counted": "since the reset"}))
     intervals = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if all(np.isneginf(s.values[lo:hi + 1]).all() for s in attempts.values()):
+            continue  # the job did not run then (before its start, after its end): no chunk
         docs, missing = _interval_documents(job_id, documents, job, cum, attempts, lo, hi, tm_ids, grid.step)
         seconds = (hi - lo) * grid.step
         capture = Capture(job_id, (Snapshot(grid.time(lo), docs[0], topology_from),
