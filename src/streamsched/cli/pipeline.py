@@ -188,7 +188,7 @@ def watch(
     confirm_windows: int = typer.Option(
         2, "--confirm-windows", help="--apply-flink: consecutive windows the predicted gain must hold before an apply"),
     min_gain: float = typer.Option(
-        5.0, "--min-gain", help="--apply-flink: least predicted gain, % (throughput where the cluster gives link "
+        10.0, "--min-gain", help="--apply-flink: least predicted gain, % (throughput where the cluster gives link "
         "capacities, else remote bytes)"),
     payback: float = typer.Option(
         20.0, "--payback", help="--apply-flink: windows in which a move must win back what its downtime costs"),
