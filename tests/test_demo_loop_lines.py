@@ -13,7 +13,7 @@ from streamsched.job import LiveLoop
 
 JOB = "0123456789abcdef0123456789abcdef"
 LAB = {"taskmanagers": 3, "slots": 2, "link_mbit": {"tm-1": 40.0, "tm-2": 20.0, "tm-3": 20.0},
-       "cluster_file": "out/demo/flink/cluster.yaml"}
+       "cluster_file": "out/demo/flink/cluster.yaml", "machines": "out/demo/flink-machines.yaml"}
 
 
 def reading(**changes):
@@ -41,7 +41,8 @@ def test_applied_on_the_lab_prints_throughput_and_latency_before_and_after_with_
     lines = live_loop_lines(loop(True, reading(), before={"p50": 412.4, "p99": 1180.6, "histograms": 18},
                                  after={"p50": 35.5, "p99": 640.0, "histograms": 18}))
     assert lines[0] == ("flink: network lab: 3 TaskManagers x 2 slots, each in its own network namespace behind a "
-                        "shaped link (tm-1 40, tm-2 20, tm-3 20 Mbit/s each way; out/demo/flink/cluster.yaml)")
+                        "shaped link (tm-1 40, tm-2 20, tm-3 20 Mbit/s each way), no CPU quota (planned on "
+                        "out/demo/flink-machines.yaml)")
     assert lines[2] == ("flink: optimal -p objective=throughput's plan (out/demo/flink-plan.json) against the running "
                         "placement, one reading of 10.0 s: predicted gain in throughput +75.0 % (threshold 5 %)")
     assert lines[3] == ("flink: applied: 5 subtasks moved, downtime 1.23 s over 2 rescales, every subtask checked on "

@@ -206,6 +206,23 @@ class LiveLoop:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
 
 
+def lab_machines(lab: Cluster, path: Path) -> Cluster:
+    """The demo lab's TaskManagers as the plan and ``apply`` see them, written to ``path``: the
+    lab's cluster file with each TaskManager's CPU the machine's cores. The demo sets no CPU
+    quota, so every TaskManager may use every core (the file's equal share is a packing figure),
+    and the loads read from Flink are busy time, which on a shared machine counts the wait for a
+    core: against a third of the cores they would make the CPU, not the links, bind every
+    prediction."""
+    from dataclasses import replace
+
+    from streamsched.engines.flink.netlab import machine_cores
+
+    cores = machine_cores()
+    machines = replace(lab, nodes=tuple(replace(n, capacity=float(cores), cores=cores) for n in lab.nodes))
+    path.write_text(json.dumps(machines.to_dict(), indent=1) + "\n")
+    return machines
+
+
 def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", window_s: float = 10.0,
                    min_gain: float | None = None, lab: bool = True,
                    log: Callable[[str], None] = lambda _m: None) -> LiveLoop:
@@ -216,7 +233,8 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", wind
     (``out/flink-read``, a read-engine directory), collect its counters twice into chunks and
     ingest them on ``spark`` (``out/flink-store``: the same pair rates as the REST reading, from
     the pipeline), place the read graph with ``scheduler`` under Flink's slot rule on the lab's
-    cluster file (``optimal`` with ``objective=throughput`` there: link capacities known), and
+    TaskManagers (:func:`lab_machines`; ``optimal`` with ``objective=throughput`` there: link
+    capacities known), and
     hand the plan to ``apply``, which leaves the job alone when no subtask would move or the
     predicted gain is below ``min_gain`` (``apply``'s threshold by default), else applies it (two
     rescales, every subtask checked) and measures the job again: source records/s, latency at
@@ -256,7 +274,8 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", wind
     cluster = local.start(out / "flink", taskmanagers=taskmanagers, slots=slots, rest_port=0, network=network,
                           extra=LATENCY_CONFIG)
     try:
-        machines = Cluster.load(cluster.cluster_file) if cluster.cluster_file else None
+        machines = None if cluster.cluster_file is None else lab_machines(Cluster.load(cluster.cluster_file),
+                                                                          out / "flink-machines.yaml")
         job_id = local.submit_example(cluster.url, cluster.logs, rate=rate, record_bytes=record_bytes)
         local.wait_flowing(cluster.url, job_id)
         log(f"job {job_id} runs; reading it over {window_s:g} s")
@@ -290,7 +309,8 @@ def run_flink_loop(spark: Any, out: str | Path, scheduler: str = "optimal", wind
         local.stop(cluster.base)
     result = applied.to_dict()
     lab_info = None if machines is None else {
-        "taskmanagers": taskmanagers, "slots": slots, "link_mbit": dict(DEMO_LAB), "cluster_file": cluster.cluster_file}
+        "taskmanagers": taskmanagers, "slots": slots, "link_mbit": dict(DEMO_LAB), "cluster_file": cluster.cluster_file,
+        "machines": str(out / "flink-machines.yaml")}
     return LiveLoop(job_id, out / "flink-read", snapshot, measured.total_rate,
                     result["reading"]["exchanged_records_per_s"],
                     result["after"]["exchanged_records_per_s"] if result["after"] else None, label, plan, result,

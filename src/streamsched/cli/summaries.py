@@ -183,7 +183,8 @@ def live_loop_lines(loop: Any) -> list[str]:
     if loop.lab is not None:
         links = ", ".join(f"{tm} {mbit:g}" for tm, mbit in loop.lab["link_mbit"].items())
         where = (f"flink: network lab: {loop.lab['taskmanagers']} TaskManagers x {loop.lab['slots']} slots, each in "
-                 f"its own network namespace behind a shaped link ({links} Mbit/s each way; {loop.lab['cluster_file']})")
+                 f"its own network namespace behind a shaped link ({links} Mbit/s each way), no CPU quota (planned on "
+                 f"{loop.lab['machines']})")
     else:
         why = f" ({loop.no_lab})" if loop.no_lab else ""
         where = f"flink: on loopback, not in the network lab{why}: placement moves bytes here, not throughput"
