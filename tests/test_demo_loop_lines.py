@@ -83,3 +83,41 @@ def test_on_loopback_it_says_why_and_predicts_no_throughput():
     left = live_loop_lines(loop(False, r, lab=None, no_lab=reason))
     assert left[-1] == ("flink: measured 4,200 source records/s; latency at the sink n/a (no latency marker "
                         "reported); 5,000,000 bytes/s between TaskManagers")
+
+
+def test_sink_latency_reads_the_last_vertex_histograms_as_flink_2_3_lists_them():
+    """Recorded answers of a real Flink 2.3 (the demo's lab job, ``metrics.latency.interval``
+    500 ms): the last vertex (GroupAggregate -> sink) holds histograms of two operators, ids
+    ``<subtask>.latency.source_id.S.operator_id.O.operator_subtask_index.N.latency_<stat>``; Calc's
+    own histograms are left out. p50 = median of the medians, p99 = the largest p99."""
+    import json
+    import re
+
+    from json_http import JsonServer
+    from streamsched.engines.flink.latency import sink_latency
+    from streamsched.engines.flink.rest import FlinkRest
+
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "flink" / "latency-answers.json").read_text())
+    answers, job = recorded["answers"], recorded["job_id"]
+
+    def answer(parts, query):
+        body = answers.get("/" + "/".join(parts) + (f"?{query}" if query else ""))
+        return (404, b"{}") if body is None else (200, json.dumps(body).encode())
+
+    sink = "e70bbd798b564e0a50e10e343f1ac56b"  # GroupAggregate[4] -> sink[5]: Writer in the recorded plan
+    values = {"median": [], "p99": []}
+    for path, body in answers.items():
+        if f"/vertices/{sink}/metrics?get=" in path:
+            for m in body:
+                stat = re.fullmatch(r"\d+\.latency\.source_id\.\w+\.operator_id\.\w+\.operator_subtask_index\.\d+"
+                                    r"\.latency_(median|p99)", m["id"])
+                if stat:
+                    values[stat[1]].append(float(m["value"]))
+    assert len(values["median"]) == len(values["p99"]) == 6  # 2 operators x 3 subtasks
+    server = JsonServer(answer)
+    try:
+        got = sink_latency(FlinkRest(server.url), job)
+    finally:
+        server.close()
+    ordered = sorted(values["median"])
+    assert got == {"p50": (ordered[2] + ordered[3]) / 2, "p99": max(values["p99"]), "histograms": 6}
