@@ -160,11 +160,12 @@ def run_demo(spark: Any, workload: str, cluster: Cluster, out: str | Path, names
     return {k: generated[k] for k in ("traffic_rows", "load_rows", "dirty", "files")}, result
 
 
-#: The demo's network lab (issue 37): 3 TaskManagers x 2 slots, links of 40, 20 and 20 Mbit/s in
+#: The demo's network lab (issue 37): 3 TaskManagers x 2 slots, links of 10, 5 and 5 Mbit/s in
 #: each direction, no CPU quota. The example job (3 slots) is then bound by a link wherever Flink
-#: puts it: every slot-sharing placement of Flink's default crosses a 20 Mbit/s link as much as
-#: the fast one, while the proven throughput optimum keeps most of the exchange inside tm-1 and
-#: sends what must leave it over both slower links (+67 % predicted on the job's own structure).
+#: puts it: every slot-sharing placement of Flink's default sends as much over a 5 Mbit/s link as
+#: over the fast one, while the proven throughput optimum keeps most of the exchange inside tm-1
+#: and sends what must leave it over both slower links (+67 % predicted). Rates this low keep the
+#: links, not a loaded machine's CPU, the bottleneck.
 DEMO_TASKMANAGERS, DEMO_SLOTS = 3, 2
 DEMO_LAB = {"tm-1": 10.0, "tm-2": 5.0, "tm-3": 5.0}
 #: datagen rows/s on the lab: far above what the links carry (sources back-pressured)
