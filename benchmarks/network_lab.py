@@ -19,11 +19,12 @@ each TaskManager's link carried in each direction and each TaskManager's CPU:
 - ``bad-control``: the slot-feasible placement with the lowest predicted throughput (every
   placement enumerated).
 
-Plans are made on the reading of the last default submission and applied to that job with
-``apply flink``'s code (``min_gain`` off: every plan runs). Beside each measurement: its
-prediction (model T1-T5 of docs/model.md on the reading's graph and the lab's cluster, with
-the CPU costs fitted by :mod:`streamsched.engines.flink.fit` when ``--fit-from`` names an
-earlier run) and the reading's predicted remote bytes.
+Plans are made on the reading of the last default submission, its loads the TaskManagers'
+measured CPU shared by busy time (:func:`streamsched.evaluation.flink_fit.cpu_loads`), and
+applied to that job with ``apply flink``'s code (``min_gain`` off: every plan runs). Beside each
+measurement: its prediction (model T1-T5 of docs/model.md on that graph and the lab's cluster
+file). ``streamsched fit-flink OUT.json`` fits the model to the windows (each window keeps its
+reading's graph, TaskManagers and CPU) and predicts each placement held out.
 
     python benchmarks/network_lab.py [--cells a,b] [--windows 3] [--window 8] --json out/lab.json
     python benchmarks/network_lab.py --table out/lab.json      # the tables again, no cluster
@@ -49,10 +50,11 @@ from urllib.parse import quote
 import numpy as np
 
 from streamsched.engines.flink import apply as flink_apply
-from streamsched.engines.flink import fit as flink_fit
+from streamsched.evaluation import flink_fit
 from streamsched.engines.flink import local, netlab
 from streamsched.engines.flink.documents import Capture
 from streamsched.engines.flink.estimate import read_capture
+from streamsched.engines.flink.latency import sink_latency
 from streamsched.engines.flink.rest import FlinkRest, fetch_interval, take_snapshot
 from streamsched.model import Placement
 from streamsched.model.throughput import predict_throughput
@@ -111,24 +113,6 @@ def tm_cpu_seconds(rest: FlinkRest) -> dict[str, float]:
     return out
 
 
-def sink_latency(rest: FlinkRest, job_id: str) -> dict[str, float]:
-    """Latency markers' p50 and p99 (ms) at the job's last vertex: the median of its medians and
-    the largest p99 over its (source subtask, subtask) histograms (Flink's REST names a
-    histogram's statistics ``<name>_median``, ``<name>_p99``); nan where none is reported."""
-    job = rest.get(f"/jobs/{job_id}")
-    last = job["vertices"][-1]["id"]
-    names = [m["id"] for m in rest.get(f"/jobs/{job_id}/vertices/{last}/metrics")]
-    found = {}
-    for q, suffix in (("p50", "median"), ("p99", "p99")):
-        wanted = [n for n in names if "latency" in n and n.endswith(f"latency_{suffix}")]
-        values = []
-        for chunk in range(0, len(wanted), 20):
-            got = rest.get(f"/jobs/{job_id}/vertices/{last}/metrics?get={','.join(wanted[chunk:chunk + 20])}")
-            values += [float(v["value"]) for v in got if math.isfinite(float(v["value"]))]
-        found[q] = (statistics.median(values) if q == "p50" else max(values)) if values else math.nan
-    return found
-
-
 def window(rest: FlinkRest, job_id: str, lab: netlab.Lab, seconds: float) -> tuple[dict, object]:
     """One window: two REST snapshots ``seconds`` apart, the lab's link counters and the
     TaskManagers' CPU time over the same span, the sink's latency at its end."""
@@ -148,7 +132,7 @@ def window(rest: FlinkRest, job_id: str, lab: netlab.Lab, seconds: float) -> tup
            "graph": graph_doc(reading.graph), "taskmanagers": [nodes[k] for k in reading.placement.node_of],
            "remote_bytes_per_s": report["measured_per_s"]["bytes_in_remote"], "link_bytes_per_s": links,
            "cpu_cores": {tm: (cpu1[tm] - cpu0.get(tm, math.nan)) / dt for tm in cpu1},
-           **{f"latency_{q}_ms": v for q, v in sink_latency(rest, job_id).items()}}
+           **{f"latency_{q}_ms": v for q, v in sink_latency(rest, job_id).items() if q in ("p50", "p99")}}
     return row, reading
 
 

@@ -1,4 +1,4 @@
-"""The throughput model fitted to Flink measurements (engines/flink/fit.py, F1-F2): exact
+"""The throughput model fitted to Flink measurements (evaluation/flink_fit.py, F1-F2): exact
 recovery of hand-chosen costs from windows built with them, the prediction against T1-T5
 worked by hand, leave-one-placement-out, and one-line errors for bad measurement files."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from streamsched.cli import main
-from streamsched.engines.flink import fit as flink_fit
+from streamsched.evaluation import flink_fit
 from streamsched.errors import InputError
 from streamsched.model.cluster import Cluster
 from streamsched.model.taskgraph import TaskGraph

@@ -1,7 +1,7 @@
 """``fit-costs``: learn per-operator CPU per tuple and the extra CPU per remote tuple from a
 snapshot history and the placements its windows ran under (docs/evaluation.md, "Learning the
 cost model from monitoring data"); ``fit-flink``: the throughput model fitted to a Flink job's
-measured windows (:mod:`streamsched.engines.flink.fit`)."""
+measured windows (:mod:`streamsched.evaluation.flink_fit`)."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def fit_flink_command(
     per remote record from the TaskManagers' CPU time, the links' payload share) and state its
     held-out error: each placement predicted by a fit without it, beside "placement changes
     nothing"."""
-    from streamsched.engines.flink import fit as flink_fit
+    from streamsched.evaluation import flink_fit
     from streamsched.model.io import read_document
 
     cells = flink_fit.read_measurements(read_document(measurements), str(measurements))
