@@ -127,3 +127,11 @@ def test_cpu_loads_share_each_taskmanagers_cpu_by_busy_time():
     kept = flink_fit.cpu_loads(graph(), ["a", "b", "a", "b"], {"a": 0.5})
     np.testing.assert_allclose(kept.load, [0.25, 0.1, 0.25, 0.1])
     np.testing.assert_array_equal(got.rate, graph().rate)
+
+
+def test_cpu_loads_keep_the_contention_profile():
+    from streamsched.model.contention import profile_from_graph, with_profile
+
+    g = graph()
+    profiled = with_profile(g, profile_from_graph(g), "job")
+    assert flink_fit.cpu_loads(profiled, ["a", "b", "a", "b"], {"a": 0.5}).contention is profiled.contention

@@ -40,6 +40,7 @@ from scipy.optimize import nnls
 from streamsched.errors import InputError
 from streamsched.evaluation.engine_models import graph_of
 from streamsched.model.cluster import Cluster
+from streamsched.model.contention import with_profile
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.throughput import ThroughputPrediction, predict_throughput
 
@@ -99,8 +100,9 @@ def cpu_loads(graph: TaskGraph, taskmanagers: Sequence[str], cpu: dict[str, floa
         busy = float(load[mine].sum())
         if math.isfinite(cores) and cores >= 0 and busy > 0:
             load[mine] *= cores / busy
-    return TaskGraph.build(graph.name, graph.operator_names, graph.task_operator, load, graph.src, graph.dst,
-                           graph.rate, graph.bytes_rate, where=graph.name, load_unit=graph.load_unit)
+    shared = TaskGraph.build(graph.name, graph.operator_names, graph.task_operator, load, graph.src, graph.dst,
+                             graph.rate, graph.bytes_rate, where=graph.name, load_unit=graph.load_unit)
+    return shared if graph.contention is None else with_profile(shared, graph.contention, graph.name)
 
 
 def _node_index(taskmanagers: Sequence[str], names: list[str]) -> np.ndarray:
