@@ -2,9 +2,9 @@
 one TaskManager's link slowed mid-run, with the loop and without it (the same run in
 ``--dry-run``: the loop journals what it would do and applies nothing).
 
-The lab: 3 TaskManagers x 2 slots behind 4 Mbit/s links each way (the links, not the shared CPUs, bind); the example job (datagen(2)
--REBALANCE-> Calc(3) -HASH-> GroupAggregate(3) -> blackhole, 500-byte records, sources
-back-pressured). Each run first places the job at ``P0`` (tm-1: both sources and two subtasks of
+The lab: 3 TaskManagers x 2 slots behind 4 Mbit/s links each way (the links, not the shared
+CPUs, bind); the example job (datagen(2) -REBALANCE-> Calc(3) -HASH-> GroupAggregate(3) ->
+blackhole, 500-byte records, sources back-pressured). Each run first places the job at ``P0`` (tm-1: both sources and two subtasks of
 Calc and of the aggregate, tm-2: one of each; tm-3 empty), which the throughput model ranks
 best (level with every split of the exchange: the busiest link carries 5/9 of the exchange
 either way), so the loop must leave it alone. After ``--before`` windows the link of the
@@ -14,6 +14,7 @@ monitor of link capacity would); the loop's job is to move that TaskManager's wo
 ``--after`` windows after the change (SIGTERM to the watch, which stops between steps).
 
     python benchmarks/live_loop.py --out out/live-loop [--window 15] [--before 5] [--after 7]
+    python benchmarks/live_loop.py --table out/live-loop/result.json   # the tables again
 
 prints the per-window table (throughput with and without the loop, decisions) and writes
 ``OUT/result.json`` and both journals (``streamsched journal OUT/loop/journal.jsonl --html ...``
@@ -124,15 +125,23 @@ def run_loop(cluster: local.LocalFlink, job: str, out: Path, window: float, befo
 
 
 def per_window(run: dict) -> list[dict]:
-    """The run's windows relative to the change: index (0 = the window holding it), measured
-    source records/s, remote bytes/s, decision."""
+    """The run's windows relative to the change, by the interval their readings cover: index k
+    for a reading ending between (k - 1) and k windows after the change (so index 1 is the first
+    reading that ends after it, and readings with index >= 2 saw the change all through),
+    measured source records/s, remote bytes/s, decision."""
     out = []
     for row in run["rows"]:
-        start, end = row["window"]["start"], row["window"]["end"]
-        index = math.floor((start - run["changed"]) / row["window"]["seconds"]) + 1 if run["changed"] else None
-        out.append({"index": index, "end": end, "throughput": row["measured"]["throughput"],
-                    "remote": row["measured"]["remote_bytes_per_s"], "decision": row.get("decision")})
+        width = row["window"]["seconds"]
+        covers = row["measured"].get("covers") or [row["window"]["start"], row["window"]["end"]]
+        index = math.ceil((covers[1] - run["changed"]) / width) if run["changed"] else None
+        out.append({"index": index, "end": row["window"]["end"], "covers": covers,
+                    "throughput": row["measured"]["throughput"], "remote": row["measured"]["remote_bytes_per_s"],
+                    "decision": row.get("decision")})
     return out
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f}"
 
 
 def mean(values) -> float | None:
@@ -142,12 +151,16 @@ def mean(values) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=Path("out/live-loop"))
     parser.add_argument("--window", type=float, default=15.0)
     parser.add_argument("--before", type=int, default=5)
     parser.add_argument("--after", type=int, default=7)
     parser.add_argument("--slow-mbit", type=float, default=1.0)
+    parser.add_argument("--table", type=Path, help="print the tables of an earlier run's result.json, no cluster")
     args = parser.parse_args()
+    if args.table:
+        print_tables(json.loads(args.table.read_text()))
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     base = args.out / "flink"
     cluster = start_lab(base)
@@ -169,18 +182,26 @@ def main() -> None:
                               "slowed": run["slowed"]}
                        for name, run in runs.items()}}
     (args.out / "result.json").write_text(json.dumps(result, indent=1))
-    print("| window (0: holds the change) | with the loop: records/s | decision | without: records/s | decision |")
+    print_tables(result)
+
+
+def print_tables(result: dict) -> None:
+    """The per-reading table (with the loop against without it) and the means."""
+    runs = result["runs"]
+    print("| reading (1: the first to end after the change) | with the loop: records/s | decision | "
+          "without: records/s | decision |")
     print("|---|---|---|---|---|")
-    by_index = {name: {w["index"]: w for w in table} for name, table in tables.items()}
+    by_index = {name: {w["index"]: w for w in run["windows"]} for name, run in runs.items()}
     for index in sorted(set(by_index["loop"]) | set(by_index["without"])):
         a, b = by_index["loop"].get(index, {}), by_index["without"].get(index, {})
-        print(f"| {index} | {a.get('throughput') or 0:,.0f} | {a.get('decision', '')} | "
-              f"{b.get('throughput') or 0:,.0f} | {b.get('decision', '')} |")
-    for name, table in tables.items():
-        before = mean(w["throughput"] for w in table if w["index"] is not None and w["index"] < 0)
-        last = mean(w["throughput"] for w in table if w["index"] is not None and w["index"] >= 4)
-        print(f"{name}: mean records/s before the change {before or 0:,.0f}; windows 4 and later after it "
-              f"{last or 0:,.0f}; summary {runs[name]['summary']['decisions']}")
+        print(f"| {index} | {_number(a.get('throughput'))} | {a.get('decision', '')} | "
+              f"{_number(b.get('throughput'))} | {b.get('decision', '')} |")
+    for name, run in runs.items():
+        table = run["windows"]
+        before = mean(w["throughput"] for w in table if w["index"] is not None and w["index"] <= 0)
+        late = mean(w["throughput"] for w in table if w["index"] is not None and w["index"] >= 5)
+        print(f"{name}: mean records/s of the readings before the change {before or 0:,.0f}; from reading 5 on "
+              f"{late or 0:,.0f}; decisions {run['summary']['decisions']}")
 
 
 if __name__ == "__main__":
