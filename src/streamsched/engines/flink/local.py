@@ -347,19 +347,39 @@ EXAMPLE_NAME = "streamsched-example"
 
 #: The example job's kinds: ``example`` (the default), ``cpu`` (a CPU-heavy Calc: the record's
 #: string hashed ``HEAVY_ROUNDS`` times, for machines of unequal power), ``skewed`` (a share
-#: ``SKEW`` of the records carries key 0: one aggregate subtask receives most of the exchange).
-EXAMPLE_KINDS = ("example", "cpu", "skewed")
+#: ``SKEW`` of the records carries key 0: one aggregate subtask receives most of the exchange),
+#: ``bounded`` (ids 1..``rows`` once each, written to files in ``sink_dir``: what a sink holds
+#: after rescales can be counted, :func:`count_bounded`).
+EXAMPLE_KINDS = ("example", "cpu", "skewed", "bounded")
 HEAVY_ROUNDS = 12
 SKEW = 0.7
 
 
-def example_sql(rate: int, record_bytes: int, source_parallelism: int, keys: int, kind: str = "example") -> list[str]:
+def example_sql(rate: int, record_bytes: int, source_parallelism: int, keys: int, kind: str = "example",
+                rows: int = 0, sink_dir: str | Path | None = None) -> list[str]:
     """The example job: datagen ``events`` (``source_parallelism``) -REBALANCE-> Calc -HASH->
     GroupAggregate -> blackhole (``parallelism.default``). Each record carries a random string of
     ``record_bytes`` characters over both exchanges (the aggregate keeps its largest value);
-    ``kind`` (:data:`EXAMPLE_KINDS`) changes what Calc computes."""
+    ``kind`` (:data:`EXAMPLE_KINDS`) changes what Calc computes.
+
+    ``bounded``: datagen's ``sequence`` ids 1..``rows`` (each once; the legacy datagen source keeps
+    the ids it has yet to send in its checkpointed state, so a restore neither repeats nor skips
+    any) -REBALANCE-> Calc -> a ``filesystem`` sink of CSV files in ``sink_dir`` (files committed
+    when a checkpoint completes: with exactly-once checkpoints each id lands once)."""
     if kind not in EXAMPLE_KINDS:
         raise InputError(f"example job: kind {kind!r} is not one of {', '.join(EXAMPLE_KINDS)}")
+    if kind == "bounded":
+        if rows < 1 or sink_dir is None:
+            raise InputError("example job: kind bounded needs a number of rows >= 1 and a sink directory")
+        return [
+            f"""CREATE TABLE events (id BIGINT, pad STRING) WITH ('connector' = 'datagen',
+                'rows-per-second' = '{rate}', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1',
+                'fields.id.end' = '{rows}', 'fields.pad.length' = '{record_bytes}',
+                'scan.parallelism' = '{source_parallelism}')""",
+            f"""CREATE TABLE sink (id BIGINT, m STRING) WITH ('connector' = 'filesystem',
+                'path' = '{Path(sink_dir).resolve().as_uri()}', 'format' = 'csv')""",
+            "INSERT INTO sink SELECT id, SUBSTRING(UPPER(pad), 1, 8) FROM events",
+        ]
     key, pad = "k", "UPPER(pad)"
     if kind == "cpu":
         for _ in range(HEAVY_ROUNDS):
@@ -383,10 +403,11 @@ class ExampleClient:
 
     def __init__(self, rest_port: int, logs: Path, rate: int = 2000, record_bytes: int = 500,
                  parallelism: int = 3, source_parallelism: int = 2, keys: int = 1000, name: str = EXAMPLE_NAME,
-                 extra: Mapping[str, str] = (), host: str = "127.0.0.1", kind: str = "example") -> None:
+                 extra: Mapping[str, str] = (), host: str = "127.0.0.1", kind: str = "example", rows: int = 0,
+                 sink_dir: str | Path | None = None) -> None:
         if not (100 <= record_bytes <= 1_000_000) or rate < 1 or parallelism < 1 or source_parallelism < 1 or keys < 1:
             raise InputError("example job: --record-bytes 100..1000000, --rate, --parallelism, --keys >= 1")
-        statements = example_sql(rate, record_bytes, source_parallelism, keys, kind)
+        statements = example_sql(rate, record_bytes, source_parallelism, keys, kind, rows, sink_dir)
         from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
         home = flink_home()
@@ -444,6 +465,16 @@ def wait_flowing(url: str, job_id: str, timeout_s: float = 90.0) -> None:
             return
         time.sleep(0.5)
     raise StreamschedError(f"job {job_id} at {url} did not run with records flowing within {timeout_s:g} s")
+
+
+def count_bounded(sink_dir: str | Path) -> list[int]:
+    """The ids the ``bounded`` example job's sink committed: the first CSV field of every line
+    of its finished files (Flink's in-progress and pending files start with a dot: not counted)."""
+    ids = []
+    for path in sorted(Path(sink_dir).rglob("*")):
+        if path.is_file() and not path.name.startswith((".", "_")):
+            ids += [int(line.split(",", 1)[0]) for line in path.read_text().splitlines() if line.strip()]
+    return ids
 
 
 def submit_example(url: str, logs: Path, **options) -> str:
