@@ -286,6 +286,11 @@ def apply_flink(
     machines: Optional[Path] = typer.Option(None, "--cluster", help="cluster file naming every TaskManager with its "
                                             "CPU and link capacities (e.g. flink-local's lab cluster.yaml): the "
                                             "gain is then in predicted throughput"),
+    metrics_port: Optional[int] = typer.Option(
+        None, "--metrics-port", help="serve the apply's Prometheus metrics (downtime, moved subtasks) on "
+        "127.0.0.1:PORT/metrics (0: a free port; default: not served)"),
+    metrics_linger: float = typer.Option(15.0, "--metrics-linger", help="with --metrics-port: seconds to keep "
+                                         "serving after the apply, so that a scrape sees its result"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Apply a placement to a running Flink 2.3 job (adaptive scheduler + streamsched's plugin):
@@ -296,9 +301,26 @@ def apply_flink(
     from streamsched.engines.flink import apply as flink_apply
 
     _note(flink_apply.CONTROL_NOTE)
-    result = flink_apply.apply(url, placement, job_id=job_id, plan_location=plan_location, settle_s=settle,
-                               window_s=window, timeout_s=timeout, log=_note, min_gain=min_gain / 100,
-                               machines=None if machines is None else Cluster.load(machines))
+    metrics = None
+    if metrics_port is not None:
+        from streamsched.loop_metrics import LoopMetrics
+
+        if not (metrics_linger >= 0 and metrics_linger < 3600):
+            raise InputError(f"--metrics-linger: {metrics_linger!r}; must be 0 .. 3600 s")
+        metrics = LoopMetrics()
+        _note(f"apply metrics at http://127.0.0.1:{metrics.serve(metrics_port)}/metrics")
+    try:
+        result = flink_apply.apply(url, placement, job_id=job_id, plan_location=plan_location, settle_s=settle,
+                                   window_s=window, timeout_s=timeout, log=_note, min_gain=min_gain / 100,
+                                   machines=None if machines is None else Cluster.load(machines))
+        if metrics is not None:
+            import time
+
+            metrics.record_apply(result.downtime_s, len(result.moved))
+            time.sleep(metrics_linger)
+    finally:
+        if metrics is not None:
+            metrics.close()
     if as_json:
         print(json.dumps(finite_or_null(result.to_dict()), indent=1))
         return
