@@ -48,6 +48,11 @@ class HTTPStatusError(InputError):
     """The server answered with an HTTP error status (so it is reachable)."""
 
 
+class Unreachable(InputError):
+    """No answer: the server refused or dropped the connection, or gave no complete answer in
+    time (an outage a caller may ride out, unlike an answer it did not expect)."""
+
+
 class Deadline:
     """The end of a command or of one reading: ``seconds`` from now (None: no end of its own),
     never later than ``within`` (the command's end, for a reading)."""
@@ -100,15 +105,15 @@ def get_json(url: str, timeout: float | None, service: str, error_detail: Callab
             status, reason, body = _get_once(parts, end)
         except _RETRIED as exc:
             if last or not _pause(attempt, end):
-                raise InputError(f"{url}: {service} closed the connection ({type(exc).__name__}), "
-                                 f"{attempt + 1} tries") from None
+                raise Unreachable(f"{url}: {service} closed the connection ({type(exc).__name__}), "
+                                  f"{attempt + 1} tries") from None
             continue
         except (socket.timeout, TimeoutError, _Expired):
-            raise InputError(f"{url}: {service} gave no complete answer within {limit}") from None
+            raise Unreachable(f"{url}: {service} gave no complete answer within {limit}") from None
         except OSError as exc:
             if time.monotonic() >= end:
-                raise InputError(f"{url}: {service} gave no complete answer within {limit}") from None
-            raise InputError(f"{url}: {service} unreachable ({exc.strerror or exc})") from None
+                raise Unreachable(f"{url}: {service} gave no complete answer within {limit}") from None
+            raise Unreachable(f"{url}: {service} unreachable ({exc.strerror or exc})") from None
         except (http.client.HTTPException, ValueError) as exc:
             raise InputError(f"{url}: {service} answered something that is not HTTP ({type(exc).__name__})") from None
         if status >= 500 and not last and _pause(attempt, end):
