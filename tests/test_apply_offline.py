@@ -252,7 +252,7 @@ def test_a_failed_rescale_puts_the_job_back_with_a_plan_of_its_placement(reading
     back, with a plan of the placement it found, and says so."""
     calls = []
 
-    def rescale(rest, job_id, upper, timeout_s, redeploy=True):
+    def rescale(rest, job_id, upper, timeout_s, redeploy=True, taskmanagers=None):
         calls.append((dict(upper), redeploy))
         flink.bounds = dict(upper)
         if len(calls) == 1:

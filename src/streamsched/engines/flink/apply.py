@@ -26,6 +26,13 @@ resource requirements (docs/engines.md, "Applying a placement to a running Flink
    plugin's decision (``<job id>.status.json``), and measures the job again after a settle
    window (:func:`streamsched.engines.flink.capture_live`). A step that fails puts the job back
    at its parallelism and placement (:func:`restore`), and the error says how that went.
+
+Faults: a JobManager that stops answering is asked again each second for up to ``outage_s``
+(one line when the outage begins, one when it ends: :class:`PatientRest`); a TaskManager that
+leaves the cluster during the apply ends it (:class:`TaskManagerLost`: the job fails over, and
+the plugin places it on the TaskManagers left or falls back to Flink's assignment), and the
+job is put back at its parallelism without the plan; a placement the REST check finds off plan,
+or that the plugin refused, is :class:`NotHonoured`.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from streamsched.engines.flink.documents import FlinkReading
 from streamsched.engines.flink.estimate import read_capture
 from streamsched.engines.flink.plugin import PLAN_ENVIRONMENT, PLAN_PROPERTY
 from streamsched.engines.flink.rest import FlinkRest, capture_live
+from streamsched.engines.rest_client import Unreachable
 from streamsched.errors import InputError, StreamschedError
 from streamsched.model.io import read_document
 from streamsched.model import Cluster, Placement
@@ -74,6 +82,56 @@ class ApplyError(StreamschedError):
     """The job did not take the plan (exit code 4)."""
 
     exit_code = 4
+
+
+class TaskManagerLost(ApplyError):
+    """A TaskManager of the cluster left it during the apply (the job failed over)."""
+
+
+class NotHonoured(ApplyError):
+    """Flink runs the job elsewhere than planned (the REST check), or the plugin refused the plan."""
+
+
+#: Seconds ``apply`` rides out a JobManager that does not answer (per outage, then it fails).
+OUTAGE_S = 60.0
+
+
+class PatientRest(FlinkRest):
+    """The JobManager's REST API for ``apply``: a request finding it unreachable (refused,
+    dropped, no answer in time) is made again each ``pause_s`` until ``outage_s`` have passed
+    since the outage began, then fails; ``log`` gets one line when an outage begins and one when
+    the JobManager answers again. Other errors (an HTTP error status) fail at once."""
+
+    def __init__(self, url: str, outage_s: float = OUTAGE_S, log: Callable[[str], None] = lambda _m: None,
+                 pause_s: float = 1.0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        super().__init__(url)
+        self.outage_s, self.log, self.pause_s, self.clock, self.sleep = outage_s, log, pause_s, clock, sleep
+        self.down_since: float | None = None
+        self.outages = 0
+
+    def get(self, path: str) -> Any:
+        return self.call(lambda: super(PatientRest, self).get(path))
+
+    def call(self, request: Callable[[], Any]) -> Any:
+        while True:
+            try:
+                answer = request()
+            except Unreachable as exc:
+                now = self.clock()
+                if self.down_since is None:
+                    self.down_since, self.outages = now, self.outages + 1
+                    self.log(f"JobManager unreachable ({exc}); asking again each {self.pause_s:g} s for up to "
+                             f"{self.outage_s:g} s")
+                if now - self.down_since >= self.outage_s:
+                    self.down_since = None
+                    raise Unreachable(f"{exc} (no answer for {self.outage_s:g} s)") from None
+                self.sleep(self.pause_s)
+                continue
+            if self.down_since is not None:
+                self.log(f"JobManager answers again after {self.clock() - self.down_since:.1f} s")
+                self.down_since = None
+            return answer
 
 
 @dataclass
@@ -145,7 +203,14 @@ class ApplyResult:
 
 
 def send(rest: FlinkRest, method: str, path: str, body: Any = None) -> Any:
-    """A PUT/POST/PATCH to the JobManager; an HTTP error is one ``InputError`` with Flink's message."""
+    """A PUT/POST/PATCH to the JobManager; an HTTP error is one ``InputError`` with Flink's message,
+    no answer :class:`Unreachable` (ridden out by a :class:`PatientRest`)."""
+    if isinstance(rest, PatientRest):
+        return rest.call(lambda: _send_once(rest, method, path, body))
+    return _send_once(rest, method, path, body)
+
+
+def _send_once(rest: FlinkRest, method: str, path: str, body: Any) -> Any:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"{rest.url}/{path.lstrip('/')}", data=data, method=method,
                                      headers={"Content-Type": "application/json", "Accept": "application/json"})
@@ -160,7 +225,7 @@ def send(rest: FlinkRest, method: str, path: str, body: Any = None) -> Any:
         detail = str(errors[0]).splitlines()[0][:200] if errors else exc.reason
         raise InputError(f"{rest.url}/{path.lstrip('/')}: HTTP {exc.code}: {detail}") from None
     except (urllib.error.URLError, OSError) as exc:
-        raise InputError(f"{rest.url}: Flink JobManager unreachable ({exc})") from None
+        raise Unreachable(f"{rest.url}: Flink JobManager unreachable ({exc})") from None
     return json.loads(text) if text.strip() else None
 
 
@@ -192,6 +257,18 @@ def held_slots(rest: FlinkRest, job_id: str) -> tuple[dict[str, int], dict[str, 
         held[tm["id"]] = sum(1 for s in slots if s.get("jobId") == job_id)
         free[tm["id"]] = int(tm.get("freeSlots", 0))
     return held, free
+
+
+def registered(rest: FlinkRest) -> set[str]:
+    """The ids of the TaskManagers registered with the JobManager."""
+    return {str(tm.get("id")) for tm in rest.get("/taskmanagers").get("taskmanagers", [])}
+
+
+def _lost(rest: FlinkRest, taskmanagers: set[str] | None) -> None:
+    """A :class:`TaskManagerLost` when one of ``taskmanagers`` is no longer registered."""
+    gone = sorted(taskmanagers - registered(rest)) if taskmanagers else []
+    if gone:
+        raise TaskManagerLost(f"TaskManager {', '.join(gone)} left the cluster during the apply (the job fails over)")
 
 
 def plugin_location(rest: FlinkRest) -> tuple[str | None, bool]:
@@ -381,15 +458,20 @@ def slots_to_hold(parallelism: dict[str, int], held: dict[str, int], free: dict[
 
 
 def _wait(rest: FlinkRest, job_id: str, before: JobView, parallelism: dict[str, int], timeout_s: float,
-          poll_s: float = 0.1, redeploy: bool = True) -> tuple[JobView, float]:
+          poll_s: float = 0.1, redeploy: bool = True, taskmanagers: set[str] | None = None) -> tuple[JobView, float]:
     """Until the job runs every subtask at ``parallelism`` in a new attempt (the rescale
     redeployed them all; any attempt without ``redeploy``): that view, and when the job was
-    first seen stopped (else the new execution graph's creation)."""
+    first seen stopped (else the new execution graph's creation). Each second it checks that
+    ``taskmanagers`` are all still registered (else :class:`TaskManagerLost`)."""
     down = None
     deadline = time.time() + timeout_s
+    checked = 0.0
     while True:
         view = job_view(rest, job_id)
         now = time.time()
+        if taskmanagers and now - checked >= 1.0:
+            _lost(rest, taskmanagers)
+            checked = now
         if view.state in ("FAILED", "CANCELED", "FINISHED"):
             raise ApplyError(f"job {job_id} went {view.state} while re-planning")
         running = view.state == "RUNNING" and all(s == "RUNNING" for st in view.statuses.values() for s in st)
@@ -407,7 +489,7 @@ def _wait(rest: FlinkRest, job_id: str, before: JobView, parallelism: dict[str, 
 
 
 def rescale(rest: FlinkRest, job_id: str, upper: dict[str, int], timeout_s: float,
-            redeploy: bool = True) -> dict[str, Any]:
+            redeploy: bool = True, taskmanagers: set[str] | None = None) -> dict[str, Any]:
     """Set the vertices' parallelism upper bounds and wait for the job to run at them
     (``redeploy``: in new attempts; without, bounds the job already runs at); the rescale's
     times: PUT, stopped (first seen, else the new graph's creation), every subtask RUNNING again
@@ -420,7 +502,7 @@ def rescale(rest: FlinkRest, job_id: str, upper: dict[str, int], timeout_s: floa
     before = job_view(rest, job_id)
     put = time.time()
     send(rest, "PUT", path, requirements)
-    view, down = _wait(rest, job_id, before, upper, timeout_s, redeploy=redeploy)
+    view, down = _wait(rest, job_id, before, upper, timeout_s, redeploy=redeploy, taskmanagers=taskmanagers)
     up = max(t for ts in view.running_since.values() for t in ts)
     return {"upper_bounds": upper, "put": put, "down": down, "running": up, "downtime_s": max(0.0, up - down),
             "view": view}
@@ -452,6 +534,9 @@ def restore(rest: FlinkRest, original: JobView, location: str, timeout_s: float)
     job_id = original.job_id
     parallelism = {v["id"]: v["parallelism"] for v in original.vertices}
     try:
+        gone = sorted({tm for tms in original.where.values() for tm in tms} - registered(rest))
+        if gone:
+            return _restore_without(rest, original, location, gone, timeout_s)
         _write_plan(location, original, original.where)
         path = f"/jobs/{quote(job_id, safe='')}/resource-requirements"
         bounds = {vid: r["parallelism"]["upperBound"] for vid, r in rest.get(path).items()}
@@ -473,10 +558,49 @@ def restore(rest: FlinkRest, original: JobView, location: str, timeout_s: float)
     return "the job was put back as it was (parallelism and placement, checked per subtask)"
 
 
+def _restore_without(rest: FlinkRest, original: JobView, location: str, gone: list[str], timeout_s: float) -> str:
+    """The job's placement ran on TaskManagers that are ``gone``: it cannot be put back. Its
+    plan is removed (Flink assigns its slots, the plugin is not asked to place anything on a
+    TaskManager that left), its parallelism set back as upper bounds, and once it runs again
+    (at its parallelism where the slots left allow) where it runs is said."""
+    job_id = original.job_id
+    parallelism = {v["id"]: v["parallelism"] for v in original.vertices}
+    (Path(location) / f"{job_id}.json").unlink(missing_ok=True)
+    path = f"/jobs/{quote(job_id, safe='')}/resource-requirements"
+    requirements = rest.get(path)
+    if {vid: r["parallelism"]["upperBound"] for vid, r in requirements.items()} != parallelism:
+        for vid, bound in parallelism.items():
+            requirements[vid]["parallelism"].update(upperBound=bound,
+                                                    lowerBound=min(requirements[vid]["parallelism"]["lowerBound"], bound))
+        send(rest, "PUT", path, requirements)
+    view = _wait_running(rest, job_id, parallelism, timeout_s)
+    at = ", ".join(f"{v['name']} {v['parallelism']}" for v in view.vertices if v["parallelism"] != parallelism[v["id"]])
+    spread = Counter(tm for tms in view.where.values() for tm in tms)
+    return (f"TaskManager {', '.join(gone)} is gone, so the job cannot be put back where it ran: it runs again "
+            + (f"at a lower parallelism ({at})" if at else "at its parallelism")
+            + " as Flink assigned it (" + ", ".join(f"{tm}: {n} subtasks" for tm, n in sorted(spread.items())) + ")")
+
+
+def _wait_running(rest: FlinkRest, job_id: str, parallelism: dict[str, int], timeout_s: float,
+                  poll_s: float = 0.5) -> JobView:
+    """Until the job runs every subtask at no more than ``parallelism`` (as many as its slots allow)."""
+    deadline = time.time() + timeout_s
+    while True:
+        view = job_view(rest, job_id)
+        if view.state in ("FAILED", "CANCELED", "FINISHED"):
+            raise ApplyError(f"job {job_id} went {view.state}")
+        if view.state == "RUNNING" and all(s == "RUNNING" for st in view.statuses.values() for s in st) \
+                and all(v["parallelism"] <= parallelism[v["id"]] for v in view.vertices):
+            return view
+        if time.time() > deadline:
+            raise ApplyError(f"job {job_id} did not run again within {timeout_s:g} s (state {view.state})")
+        time.sleep(poll_s)
+
+
 def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_location: str | None = None,
           settle_s: float = 10.0, window_s: float = 10.0, timeout_s: float = 180.0,
           log: Callable[[str], None] = lambda _m: None, before: FlinkReading | None = None,
-          min_gain: float = MIN_GAIN, machines: Cluster | None = None) -> ApplyResult:
+          min_gain: float = MIN_GAIN, machines: Cluster | None = None, outage_s: float = OUTAGE_S) -> ApplyResult:
     """Apply a streamsched placement to a running job (module docstring), or leave the job alone
     when no subtask would move once identical TaskManagers are relabelled (:func:`relabel`) or
     the predicted gain over the running placement is below ``min_gain`` (:func:`judge`; -inf:
@@ -486,13 +610,15 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
     this job the caller just took (the graph the placement was made for), so the job is not
     read twice; it is read again when the job no longer runs where that reading saw it.
     ``machines``: the TaskManagers' CPU and link capacities (:func:`with_machines`). A failed
-    step puts the job back as it was (:func:`restore`) and the error says so."""
+    step puts the job back as it was (:func:`restore`) and the error says so; the error is a
+    :class:`TaskManagerLost` or :class:`NotHonoured` where that is why. A JobManager that does not
+    answer is asked again for up to ``outage_s`` seconds per outage (:class:`PatientRest`)."""
     from streamsched.engines.flink.rest import running_job
 
     if math.isnan(min_gain) or min_gain == math.inf:
         raise InputError(f"--min-gain: {min_gain!r}; must be a number (a negative one applies plans predicted "
                          f"worse, down to that loss; -inf any plan that moves a subtask)")
-    rest = FlinkRest(url)
+    rest = PatientRest(url, outage_s, log)
     job_id = job_id or running_job(rest)
     if not JOB_ID.fullmatch(job_id):  # it names the plan and status files: never a path
         raise InputError(f"job id {job_id!r}: not a Flink JobID (32 hexadecimal digits)")
@@ -547,11 +673,12 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
                              f"of a vertex), it has {total.get(tm, 0)} for this job (slot rule broken)")
     parallelism = {v["id"]: v["parallelism"] for v in view.vertices}
     first_step = slots_to_hold(parallelism, held, free, need, [v["id"] for v in view.vertices])
+    cluster = set(held) | set(free)
     rescales: list[dict[str, Any]] = []
     try:
         log(f"rescale 1/2 (job holds {sum(held.values())} slots, plan needs {sum(need.values())}): upper bounds "
             f"{ {next(v['name'] for v in view.vertices if v['id'] == k): b for k, b in first_step.items()} }")
-        rescales.append(rescale(rest, job_id, {**parallelism, **first_step}, timeout_s))
+        rescales.append(rescale(rest, job_id, {**parallelism, **first_step}, timeout_s, taskmanagers=cluster))
         held_now, _free = held_slots(rest, job_id)
         short = {tm: n for tm, n in need.items() if held_now.get(tm, 0) < n}
         if short:
@@ -559,29 +686,35 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
                              f"gave slots elsewhere)")
         plan_file = _write_plan(location, view, targets)
         log(f"plan written to {plan_file}; rescale 2/2 back to the job's parallelism")
-        rescales.append(rescale(rest, job_id, parallelism, timeout_s))
+        rescales.append(rescale(rest, job_id, parallelism, timeout_s, taskmanagers=cluster))
+        _lost(rest, cluster)
         status = _status(location, job_id) or {}
         if status.get("time_ms", 0) / 1000 < rescales[-1]["put"] - 1:
             raise ApplyError(f"the placement plugin did not answer for job {job_id} (no fresh {job_id}.status.json "
                              f"in {location}): is the plugin's jar on the JobManager's class path and "
                              f"jobmanager.scheduler: adaptive set?")
         if not status.get("applied"):
-            raise ApplyError(f"the placement plugin refused the plan: {status.get('reason')}")
+            raise NotHonoured(f"the placement plugin refused the plan: {status.get('reason')}")
         after = job_view(rest, job_id)
         wrong = moved_subtasks(after.vertices, after.where, targets)
         if wrong:
-            raise ApplyError(f"placement not honoured: {len(wrong)} subtasks off plan, e.g. {wrong[0]['vertex']}"
+            raise NotHonoured(f"placement not honoured: {len(wrong)} subtasks off plan, e.g. {wrong[0]['vertex']}"
                              f"[{wrong[0]['subtask']}] on {wrong[0]['from']}, planned {wrong[0]['to']}")
     except StreamschedError as exc:
         log(f"apply failed ({exc}); putting the job back as it was")
-        raise ApplyError(f"{exc}; {restore(rest, view, location, timeout_s)}") from None
+        kind = type(exc) if isinstance(exc, ApplyError) else ApplyError
+        raise kind(f"{exc}; {restore(rest, view, location, timeout_s)}") from None
     result.applied, result.reason, result.plan_file = True, "applied and verified per subtask", str(plan_file)
     result.rescales = [{k: v for k, v in r.items() if k != "view"} for r in rescales]
     result.downtime_s = sum(r["downtime_s"] for r in rescales)
     result.plugin_status, result.held_slots = status, held_now
     log(f"placement honoured; settling {settle_s:g} s, then measuring for {window_s:g} s")
     time.sleep(settle_s)
-    later = read_capture(capture_live(rest.url, job_id, window_s=window_s))
+    try:
+        later = read_capture(capture_live(rest.url, job_id, window_s=window_s))
+    except StreamschedError as exc:  # applied all the same: the reading after is what is missing
+        result.reason += f"; the reading after it failed ({exc})"
+        return result
     _basis, _gain, now = judge(later if machines is None else with_machines(later, machines, machines.name), plan)
     result.after = {k: now[k] for k in ("window_s", "rates_from", "measured_throughput", "measured_remote_bytes_per_s",
                                         "exchanged_records_per_s")}
