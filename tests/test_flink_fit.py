@@ -49,7 +49,9 @@ def windows() -> list[flink_fit.Window]:
     for k, (name, tms) in enumerate(PLACEMENTS.items()):
         for scale in (1.0, 1.5):
             g = graph(scale * (1 + 0.1 * k))
-            out.append(flink_fit.Window(name, g, tuple(tms), 200.0 * scale, cores(g, tms), 900.0, 1000.0))
+            cut = sum(g.bytes_rate[e] for e in range(4) if tms[SRC[e]] != tms[DST[e]] and tms[DST[e]] == "b")
+            links = {"a": {"in": 0.0, "out": 0.0}, "b": {"in": cut / 0.9 if cut else 0.0, "out": 10.0}}
+            out.append(flink_fit.Window(name, g, tuple(tms), 200.0 * scale, cores(g, tms), links))
     return out
 
 
@@ -60,6 +62,16 @@ def test_f1_recovers_hand_chosen_costs_exactly():
     assert model.base_cores == pytest.approx(BASE, rel=1e-6)
     assert model.link_efficiency == pytest.approx(0.9)
     assert model.residual_rel < 1e-9 and model.placements == 4
+
+
+def test_f2_is_the_largest_payload_over_a_link_capacity():
+    """'apart' at scale 1.5 x 1.2 (k = 2): 4 pairs x 180 records/s x 1,000 B = 720,000 B/s out of
+    a and into b, the most any window sends over a link; capacities 1e6 B/s: eta = 0.72. Without
+    capacities, F2 falls back to payload / wire at the busiest direction (0.9 as built)."""
+    cluster = Cluster.from_dict({"name": "lab", "nodes": [{"name": "a", "capacity": 1.0, "net_in": 1e6, "net_out": 1e6},
+                                                          {"name": "b", "capacity": 1.0, "net_in": 1e6, "net_out": 1e6}]})
+    assert flink_fit.fit(windows(), cluster).link_efficiency == pytest.approx(0.72)
+    assert flink_fit.fit(windows()).link_efficiency == pytest.approx(0.9)
 
 
 def test_prediction_is_t1_t5_by_hand():
@@ -86,10 +98,12 @@ def test_leave_one_placement_out_predicts_each_from_the_reference():
     held = flink_fit.held_out(windows(), cluster, "split")
     assert {h["placement"] for h in held} == set(PLACEMENTS)
     assert all(h["from"] == "split" for h in held if h["placement"] != "split")
-    model = flink_fit.fit(windows())
     ref = [w for w in windows() if w.placement == "split"][-1]
-    for h in held:  # the exact data: a fit without a placement finds the same costs
+    for h in held:  # the exact data: a fit without a placement finds the same costs; F2 from the rest
         if h["placement"] != "split":
+            rest = [w for w in windows() if w.placement != h["placement"]]
+            model = flink_fit.fit(rest, cluster)
+            assert model.operator_cpu == pytest.approx(COST, rel=1e-6)
             want = flink_fit.predict(model, ref, cluster, PLACEMENTS[h["placement"]]).throughput
             assert h["predicted"] == pytest.approx(want, rel=1e-6)
 

@@ -119,7 +119,7 @@ def fit_flink_command(
     cells = flink_fit.read_measurements(read_document(measurements), str(measurements))
     out = []
     for name, cluster, windows in cells:
-        model = flink_fit.fit(windows)
+        model = flink_fit.fit(windows, cluster)
         held = flink_fit.held_out(windows, cluster, reference)
         out.append({"cell": name, "fit": model.to_dict(), "held_out": held})
     if as_json:

@@ -14,10 +14,13 @@ TaskManager with an end on k (T1's remote records), ``b`` a TaskManager's own CP
 metrics, checkpoints). Per record CPU is not Flink's busy time, which counts a throttled or
 waiting subtask as busy: F1 fits what the TaskManagers' CPU time says.
 
-    F2  eta = median over windows of Flink's remote payload bytes / the links' wire bytes
+    F2  eta = max over windows and link directions of payload_wkd / net_kd
 
-(framing, TCP/IP headers and acknowledgements: the share of a shaped link's rate that carries
-records). A placement P is predicted from a reading of the job under another placement: each
+(payload: bytes/s of the subtask pairs the placement splits across TaskManager k's link in
+direction d, Flink's byte counters; net: the link's capacity in the cluster file, the rate it
+is shaped to): the share of a link's rate that carries records when it saturates (framing,
+TCP/IP headers, acknowledgements and the JobManager's traffic take the rest). Without link
+capacities, the median over windows of payload / wire bytes of the busiest direction. A placement P is predicted from a reading of the job under another placement: each
 task's load ``c_o p_t`` (cores at the reading's rate), each node's CPU ``cap_k - b``, its links
 ``eta net_k``, ``c = c_net`` per remote record at each end, then T1-T5
 (:func:`streamsched.model.throughput.predict_throughput`).
@@ -50,15 +53,14 @@ FORMAT = "streamsched.flink-fit/1"
 @dataclass(frozen=True)
 class Window:
     """One measured window: graph, TaskManager per subtask, source records/s, CPU cores per
-    TaskManager, and (optional) Flink's remote payload and the links' wire bytes/s."""
+    TaskManager, and (optional) each TaskManager's link bytes/s, ``{"in": .., "out": ..}``."""
 
     placement: str
     graph: TaskGraph
     taskmanagers: tuple[str, ...]
     throughput: float
     cpu: dict[str, float]
-    payload_bytes: float | None = None
-    wire_bytes: float | None = None
+    links: dict[str, dict[str, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,10 @@ def design(windows: Sequence[Window]) -> tuple[list[str], np.ndarray, np.ndarray
     return ["base", *operators, "remote"], np.array(rows), np.array(y)
 
 
-def fit(windows: Sequence[Window]) -> FlinkFit:
+def fit(windows: Sequence[Window], cluster: Cluster | None = None) -> FlinkFit:
     """F1 by non-negative least squares (each row scaled by its measured cores: relative
-    errors) and F2; bad input (no window, no CPU reading) is one line."""
+    errors) and F2 (on ``cluster``'s link capacities where it gives them); bad input (no
+    window, no CPU reading) is one line."""
     if not windows:
         raise InputError("fit: no measured window")
     names, x, y = design(windows)
@@ -146,11 +149,35 @@ def fit(windows: Sequence[Window]) -> FlinkFit:
     coef, _ = nnls(x * weight[:, None], y * weight)
     fitted = x @ coef
     residual = float(np.median(np.abs(fitted - y) / np.maximum(y, 1e-3)))
-    shares = [w.payload_bytes / w.wire_bytes for w in windows
-              if w.payload_bytes and w.wire_bytes and w.wire_bytes > 0]
+    capacities = {} if cluster is None else {n.name: {"in": n.net_in, "out": n.net_out} for n in cluster.nodes}
+    loads = [load for w in windows for load in link_loads(w, capacities)]
+    shares = [share for share in map(payload_share, windows) if share is not None]
     return FlinkFit({n: float(c) for n, c in zip(names[1:-1], coef[1:-1])}, float(coef[-1]), float(coef[0]),
-                    float(statistics.median(shares)) if shares else 1.0, len(windows),
+                    max(loads) if loads else float(statistics.median(shares)) if shares else 1.0, len(windows),
                     len({w.placement for w in windows}), residual)
+
+
+def _payload(window: Window, tm: str, direction: str) -> float:
+    g, tms = window.graph, np.asarray(window.taskmanagers)
+    cut = tms[g.src] != tms[g.dst]
+    end = g.dst if direction == "in" else g.src
+    return float(g.bytes_rate[cut & (tms[end] == tm)].sum())
+
+
+def link_loads(window: Window, capacities: dict[str, dict[str, float | None]]) -> list[float]:
+    """F2's ratios payload / capacity of every link direction with a capacity."""
+    return [_payload(window, tm, d) / cap for tm, caps in capacities.items() for d, cap in caps.items()
+            if cap and tm in window.taskmanagers]
+
+
+def payload_share(window: Window) -> float | None:
+    """F2's ratio in one window: payload / wire bytes of its busiest link direction (None
+    without link counters or traffic)."""
+    if not window.links:
+        return None
+    wire, tm, direction = max((float(v[d]), name, d) for name, v in window.links.items() for d in ("in", "out"))
+    payload = _payload(window, tm, direction) if wire > 0 else 0.0
+    return payload / wire if payload > 0 else None
 
 
 def predict(model: FlinkFit, reading: Window, cluster: Cluster, taskmanagers: Sequence[str]) -> ThroughputPrediction:
@@ -186,7 +213,7 @@ def held_out(windows: Sequence[Window], cluster: Cluster, reference: str) -> lis
     for name, own in by.items():
         base = reference if name != reference else next(p for p in by if p != reference)
         rest = [w for w in windows if w.placement != name]
-        model = fit(rest)
+        model = fit(rest, cluster)
         measured = statistics.median(w.throughput for w in own)
         predicted = predict(model, by[base][-1], cluster, own[-1].taskmanagers).throughput
         unchanged = statistics.median(w.throughput for w in by[base])
@@ -213,15 +240,14 @@ def read_measurements(data: Any, where: str) -> list[tuple[str, Cluster, list[Wi
                     at = f"{w}.placements.{name}[{e}].windows[{i}]"
                     try:
                         graph = graph_of(row["graph"], f"{at}.graph")
-                        links = row.get("link_bytes_per_s") or {}
-                        wire = sum(float(v["in"]) for v in links.values()) if links else None
+                        links = {str(k): {d: float(v[d]) for d in ("in", "out")}
+                                 for k, v in (row.get("link_bytes_per_s") or {}).items()}
                         windows.append(Window(str(name), graph, tuple(str(t) for t in row["taskmanagers"]),
                                               float(row["source_records_per_s"]),
-                                              {str(k): float(v) for k, v in row["cpu_cores"].items()},
-                                              float(row["remote_bytes_per_s"]), wire))
+                                              {str(k): float(v) for k, v in row["cpu_cores"].items()}, links or None))
                     except (KeyError, TypeError, ValueError, AttributeError) as exc:
                         raise InputError(f"{at}: {exc!r} (expected graph, taskmanagers, source_records_per_s, "
-                                         f"cpu_cores, remote_bytes_per_s)") from None
+                                         f"cpu_cores; link_bytes_per_s optional)") from None
                     if len(windows[-1].taskmanagers) != graph.n_tasks:
                         raise InputError(f"{at}.taskmanagers: {len(windows[-1].taskmanagers)} for "
                                          f"{graph.n_tasks} subtasks")
