@@ -99,11 +99,10 @@ def test_leave_one_placement_out_predicts_each_from_the_reference():
     assert {h["placement"] for h in held} == set(PLACEMENTS)
     assert all(h["from"] == "split" for h in held if h["placement"] != "split")
     ref = [w for w in windows() if w.placement == "split"][-1]
-    for h in held:  # the exact data: a fit without a placement finds the same costs; F2 from the rest
+    for h in held:  # each predicted by a fit on the other placements' windows alone, from 'split'
         if h["placement"] != "split":
             rest = [w for w in windows() if w.placement != h["placement"]]
             model = flink_fit.fit(rest, cluster)
-            assert model.operator_cpu == pytest.approx(COST, rel=1e-6)
             want = flink_fit.predict(model, ref, cluster, PLACEMENTS[h["placement"]]).throughput
             assert h["predicted"] == pytest.approx(want, rel=1e-6)
 
