@@ -48,7 +48,7 @@ def running(loop, window: float) -> Iterator[None]:
     stop = threading.Event()
     thread = threading.Thread(target=loop.collector.follow_grid, name="live-loop-collector", daemon=True,
                               args=(window, stop, lambda message: err_console.print(
-                                  f"reading failed, trying again: {message}", highlight=False)))
+                                  f"live loop: {message}", highlight=False, soft_wrap=True)))
 
     def handler(signum, _frame):
         if loop.request_stop():

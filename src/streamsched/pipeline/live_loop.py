@@ -30,6 +30,13 @@ prediction. A window in which no reading landed gets a line too (``no-data``), s
 has one line per window, none missing or doubled; a restarted loop does not journal a window
 twice. :func:`read_journal` and :func:`summary` read it back.
 
+Faults: readings that fail (the JobManager unreachable) give one line when they begin to fail
+and one when a reading succeeds again, and are tried again once per window (each within the
+reading's deadline); the windows without a reading get ``no-data`` lines. An apply that fails
+(``apply-failed``: apply put the job back, or says how far it got) is not tried again from the
+same running placement with the same plan until the cluster file changes; a plan naming a
+TaskManager that is no longer registered (one that died) is not applied.
+
 Stopping: :meth:`LiveLoop.request_stop` (the CLI's SIGINT/SIGTERM handler) returns True when
 the loop may stop now; during an apply it returns False, the apply finishes and is journalled,
 and then the main thread is interrupted (``_thread.interrupt_main``). No apply starts once a stop
@@ -123,13 +130,23 @@ class GridCollector(FlinkCollector):
 
     def follow_grid(self, window_s: float, stop: threading.Event,
                     report_error: Callable[[str], None] = lambda message: None) -> None:
-        """Read now, then at ``k x window_s + GRID_OFFSET x window_s`` until ``stop`` is set; a
-        failed reading is reported and the next one differences over the longer interval."""
+        """Read now, then at ``k x window_s + GRID_OFFSET x window_s`` until ``stop`` is set; the
+        next reading after failed ones differences over the longer interval. ``report_error``
+        gets one line when readings begin to fail (an outage) and one when one succeeds again."""
+        failing_since, failed = None, 0
         while not stop.is_set():
             try:
                 self.poll()
             except StreamschedError as exc:
-                report_error(str(exc))
+                if failing_since is None:
+                    failing_since = time.time()
+                    report_error(f"reading failed ({exc}); reading again once per window")
+                failed += 1
+            else:
+                if failing_since is not None:
+                    report_error(f"reading again after {time.time() - failing_since:.0f} s ({failed} failed "
+                                 f"reading{'s' if failed > 1 else ''})")
+                    failing_since, failed = None, 0
             now = time.time()
             target = (math.floor(now / window_s - GRID_OFFSET) + 1 + GRID_OFFSET) * window_s
             stop.wait(max(0.0, target - now))
@@ -190,6 +207,8 @@ class LiveLoop:
         self.downtime_s: float | None = None
         self.applied: dict[str, Any] | None = None   # the last apply: window, plan, times, prediction
         self.cluster_changed = False
+        #: (running placement, plan) -> why its apply failed: not tried again until the cluster changes
+        self.failed: dict[tuple, str] = {}
         self.busy = False
         self.stopping = False
         self._lock = threading.Lock()
@@ -209,6 +228,7 @@ class LiveLoop:
     def on_cluster(self, cluster: Cluster) -> list:
         self.cluster = cluster
         self.cluster_changed = True
+        self.failed.clear()  # plans that failed on the old cluster may be tried on the new one
         self.streak = 0  # windows weighed on other capacities confirm nothing
         self.log(f"cluster file changed: {', '.join(_links(cluster))}")
         return []
@@ -285,9 +305,20 @@ class LiveLoop:
                                 None if not now["remote_bytes"] else
                                 100 * (now["remote_bytes"] - then["remote_bytes"]) / now["remote_bytes"],
                                 len(moves), snapshot, measured_before=measured_remote)
+        failed = self.failed.get(_key(running, plan))
+        absent = sorted({self.cluster.nodes[int(k)].name for k in plan.node_of}
+                        - {n.name for n in reading.cluster.nodes})
         if not moves:
             self.streak = 0
             row.update(decision="keep", why="the scheduler keeps the running placement (no subtask would move)")
+        elif failed is not None:
+            self.streak = 0
+            row.update(decision="keep", why=f"this plan failed from this placement before ({failed}); not tried "
+                                            f"again until the cluster file changes")
+        elif absent:
+            self.streak = 0
+            row.update(decision="keep", why=f"the plan uses TaskManager {', '.join(absent)}, not registered with the "
+                                            f"JobManager (gone?)")
         elif gain < threshold:
             self.streak = 0
             row.update(decision="keep", why=f"predicted gain in {basis} {100 * gain:+.1f} % is below the threshold "
@@ -306,14 +337,14 @@ class LiveLoop:
             elif self.stopping:
                 row.update(decision="keep", why="stopping: no apply starts once a stop was asked")
             else:
-                self._apply(graph, reading, plan, then, gain, basis, end, row)
+                self._apply(graph, reading, running, plan, then, gain, basis, end, row)
         decision.why = row["decision"]
         decision.emitted = row["decision"] == "apply"
         decision.assignment = row.get("plan_file")
         return decision
 
-    def _apply(self, graph: TaskGraph, reading, plan: Placement, then: dict, gain: float, basis: str,
-               end: float, row: dict[str, Any]) -> None:
+    def _apply(self, graph: TaskGraph, reading, running: Placement, plan: Placement, then: dict, gain: float,
+               basis: str, end: float, row: dict[str, Any]) -> None:
         self.streak = 0
         self.plan_dir.mkdir(parents=True, exist_ok=True)
         plan_file = self.plan_dir / f"window-{int(end)}.placement.json"
@@ -334,7 +365,9 @@ class LiveLoop:
         except StreamschedError as exc:
             # apply put the job back (its error says how that went); the windows it overlapped settle
             row.update(decision="apply-failed", why=str(exc), apply_seconds=time.time() - started,
-                       apply_times=[started, time.time()])
+                       apply_times=[started, time.time()], fault=type(exc).__name__)
+            self.failed[_key(running, plan)] = f"window {end:.0f}: {type(exc).__name__}"
+            self.log(f"apply failed: {exc}")
             self.applied = {"window": end, "started": started, "ended": time.time(), "plan": None, "names": None,
                             "predicted": None, "basis": basis}
             return
@@ -439,6 +472,11 @@ def _gain(basis: str, now: float | None, then: float | None) -> float:
     if basis == "throughput":
         return then / now - 1 if now > 0 else 0.0
     return (now - then) / now if now > 0 else 0.0
+
+
+def _key(running: Placement, plan: Placement) -> tuple:
+    """A move's identity: the running placement and the plan, node per task."""
+    return tuple(running.node_of.tolist()), tuple(plan.node_of.tolist())
 
 
 def _links(cluster: Cluster) -> dict[str, list[float | None]]:
