@@ -300,7 +300,7 @@ def test_a_jobmanager_down_during_the_apply_is_ridden_out_with_one_line_each_way
     flink.faults[1] = outage
     lines = []
     result = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=-math.inf, timeout_s=30,
-                               log=lines.append)
+                               settle_s=0, log=lines.append)
     assert result.applied and flink.where == {SRC: ["tm-1", "tm-2"], SINK: ["tm-2", "tm-1"]}
     assert result.reason == ("applied and verified per subtask; the reading after it failed (the scripted "
                              "JobManager has no metrics)")
