@@ -245,3 +245,98 @@ def test_read_dir_needs_a_directory_with_stored_topologies(tmp_path):
         nimbus.read_dir(tmp_path / "none")
     with pytest.raises(InputError, match=f"{tmp_path}: no <id>-stormcode.ser file"):
         nimbus.read_dir(tmp_path)
+
+
+def test_event_loggers_and_metrics_consumers_take_storm_task_ids(tmp_path):
+    """Storm numbers every component's tasks by name, its own included: __acker (1 task: one
+    worker) 1, __eventlogger (1) 2, __metricsorg.C (parallelism.hint 2) 3-4, b 5-6, s 7. Without
+    them: __acker 1, b 2-3, s 4."""
+    conf = {"topology.name": "E", "topology.eventlogger.executors": 1,
+            "topology.metrics.consumer.register": [{"class": "org.C", "parallelism.hint": 2}]}
+    code = write(tmp_path, "e", conf, {"s": (1, None, [])}, {"b": (2, None, [("s", "d", "shuffle")])})
+    topology = nimbus.read_topology(code)
+    assert topology.graph.task_ids.tolist() == [7, 5, 6] and topology.graph.name == "E"
+    plain = write(tmp_path, "p", {"topology.name": "P"}, {"s": (1, None, [])}, {"b": (2, None, [("s", "d", "shuffle")])})
+    assert nimbus.read_topology(plain).graph.task_ids.tolist() == [4, 2, 3]
+    one = write(tmp_path, "o", {"topology.name": "O", "topology.metrics.consumer.register": [{"class": "org.C"}]},
+                {"s": (1, None, [])}, {})
+    assert nimbus.read_topology(one).graph.task_ids.tolist() == [3]  # __acker 1, __metricsorg.C 2 (hint 1), s 3
+
+
+def test_the_ackers_streams_as_storm_adds_them(tmp_path):
+    code = write(tmp_path, "a", {"topology.name": "A"}, {"s": (1, None, [])}, {"b": (1, None, [("s", "d", "shuffle")])})
+    components = {c.name: c for c in nimbus.read_topology(code).components}
+    acker = components["__acker"]
+    assert acker.kind == "system" and acker.executors == acker.tasks == 1
+    assert acker.inputs == (("s", "__ack_init", "fields"), ("b", "__ack_ack", "fields"))
+    assert components["s"].inputs == (("__acker", "__ack_ack", "direct"),)
+    assert components["b"].inputs == (("s", "d", "shuffle"),)
+    fields = write(tmp_path, "f", {"topology.name": "F", "topology.acker.executors": 0}, {"s": (1, None, [])},
+                   {"b": (1, None, [("s", "d", "fields")])})
+    assert {c.name: c for c in nimbus.read_topology(fields).components}["b"].inputs == (("s", "d", "fields"),)
+
+
+def test_a_conf_given_apart_and_a_system_source(tmp_path):
+    """A conf named explicitly is read instead of the one beside the code; a subscription to a
+    system stream (__system) is allowed, to an unknown component one line."""
+    code = write(tmp_path, "c", {"topology.name": "beside"}, {"s": (1, None, [])},
+                 {"b": (1, None, [("s", "d", "shuffle"), ("__system", "__tick", "shuffle")])})
+    other = tmp_path / "other.ser"
+    other.write_bytes(gzip.compress(json.dumps({"topology.name": "apart"}).encode()))
+    assert nimbus.read_topology(code, conf=other).name == "apart" and nimbus.read_topology(code).name == "beside"
+    bad = write(tmp_path, "u", {"topology.name": "U"}, {"s": (1, None, [])}, {"b": (1, None, [("x", "d", "shuffle")])})
+    with pytest.raises(InputError, match=r"u-stormcode.ser: component 'b' subscribes to x/d, which is no component"):
+        nimbus.read_topology(bad)
+
+
+@pytest.mark.parametrize("key", ["topology.workers", "topology.acker.executors", "topology.worker.max.heap.size.mb",
+                                 "worker.heap.memory.mb", "topology.priority", "topology.eventlogger.executors"])
+def test_a_bad_conf_number_names_the_conf_and_the_key(tmp_path, key):
+    code = write(tmp_path, "k", {"topology.name": "K", key: "many"}, {"s": (1, None, [])}, {})
+    with pytest.raises(InputError) as info:
+        nimbus.read_topology(code)
+    assert str(info.value) == f"{tmp_path / ('k' + nimbus.CONF_SUFFIX)}: {key} is 'many'; expected a number >= 0"
+
+
+@pytest.mark.parametrize("register, message", [
+    ({"class": "C"}, "topology.metrics.consumer.register is not a list of {class, ...} entries"),
+    ([{"class": 3}], "topology.metrics.consumer.register is not a list of {class, ...} entries"),
+    (["C"], "topology.metrics.consumer.register is not a list of {class, ...} entries"),
+    ([{"class": "C", "parallelism.hint": "two"}], "parallelism.hint is 'two'; expected a number >= 0"),
+])
+def test_a_bad_metrics_consumer_register_is_one_line(tmp_path, register, message):
+    code = write(tmp_path, "m", {"topology.name": "M", "topology.metrics.consumer.register": register},
+                 {"s": (1, None, [])}, {})
+    with pytest.raises(InputError) as info:
+        nimbus.read_topology(code)
+    assert str(info.value) == f"{tmp_path / ('m' + nimbus.CONF_SUFFIX)}: {message}"
+
+
+def test_bad_files_are_one_line_naming_the_file(tmp_path):
+    code = write(tmp_path, "f", {"topology.name": "F"}, {"s": (1, None, [])}, {})
+    conf = tmp_path / f"f{nimbus.CONF_SUFFIX}"
+    conf.write_bytes(gzip.compress(b"[1, 2]"))
+    with pytest.raises(InputError, match=f"^{conf}: the conf is list, not a JSON object$"):
+        nimbus.read_topology(code)
+    conf.write_bytes(gzip.compress(b"{oops"))
+    with pytest.raises(InputError, match=f"^{conf}: not a gzip of a JSON conf"):
+        nimbus.read_topology(code)
+    conf.unlink()
+    with pytest.raises(InputError, match=f"^{conf}: file not found$"):
+        nimbus.read_topology(code)
+    with pytest.raises(InputError, match=f"^{tmp_path / 'x.ser'}: not a <id>-stormcode.ser file$"):
+        nimbus.read_topology(tmp_path / "x.ser")
+    with pytest.raises(InputError, match="^executors: 'all' is not one of nimbus, hint$"):
+        nimbus.read_topology(code, executors="all")
+    from thriftpy2.protocol import TBinaryProtocolFactory
+    from thriftpy2.utils import serialize
+
+    t = nimbus._thrift()
+    half = tmp_path / f"h{nimbus.CODE_SUFFIX}"
+    half.write_bytes(gzip.compress(serialize(t.StormTopology(spouts={}), TBinaryProtocolFactory())))
+    with pytest.raises(InputError, match=f"^{half}: StormTopology without its required 'spouts' and 'bolts' maps"):
+        nimbus.decode_topology(half)
+    junk = tmp_path / f"j{nimbus.CODE_SUFFIX}"
+    junk.write_bytes(gzip.compress(b"\x0b\x00\x01\xff\xff\xff\xff"))  # a string field of length -1
+    with pytest.raises(InputError, match=f"^{junk}: not a"):
+        nimbus.decode_topology(junk)
