@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rev", help="mutate this commit's tree (e.g. HEAD) instead of the working tree")
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutants (default 2)")
     parser.add_argument("mutants", nargs="*", help="only these mutants (mutmut's names or globs)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     module = args.module.removeprefix(f"{PACKAGE}/").removeprefix("streamsched/")
     if module not in TESTS:
         print(f"mutate: no test mapping for {module!r} in scripts/mutate.py (known: {', '.join(TESTS)})",
