@@ -544,6 +544,8 @@ def restore(rest: FlinkRest, original: JobView, location: str, timeout_s: float)
         if bounds != parallelism:
             at_original = all(v["parallelism"] == parallelism[v["id"]] for v in now.vertices)
             now = rescale(rest, job_id, parallelism, timeout_s, redeploy=not at_original)["view"]
+        else:  # where it runs once it runs (it may be failing over)
+            now = _wait_running(rest, job_id, parallelism, timeout_s)
         if now.where != original.where:
             held, free = held_slots(rest, job_id)
             away = slots_to_hold(parallelism, held, free, {}, [v["id"] for v in original.vertices])
