@@ -398,3 +398,33 @@ def test_the_loop_does_not_apply_a_plan_on_a_taskmanager_that_left(setting):
     rows = read_journal(loop.journal)
     assert [r["decision"] for r in rows] == ["keep"] * 3 and not apply.calls
     assert rows[0]["why"] == "the plan uses TaskManager tm-3, not registered with the JobManager (gone?)"
+
+
+def test_an_unforeseen_answer_mid_apply_puts_the_job_back_with_one_line(scripted, tmp_path):
+    """After the second rescale the JobManager once answers a running subtask without its
+    start time (not Flink's shape): apply does not leave the job half-moved, it puts it back and
+    says what it met."""
+    flink = scripted({SRC: ["tm-1", "tm-2"], SINK: ["tm-1", "tm-2"]})
+    reading = reading_of(flink)
+    plan = plan_file(reading, {SRC: ["tm-1", "tm-2"], SINK: ["tm-2", "tm-1"]}, tmp_path / "plan.json")
+    answer = flink.get
+
+    def odd(f):
+        f.redeploy()
+        vertex_calls = []
+
+        def get(parts):
+            status, body = answer(parts)
+            if parts[:3] == ["jobs", JOB, "vertices"] and not vertex_calls:
+                vertex_calls.append(parts)
+                return 200, {"subtasks": [{"subtask": 0, "status": "RUNNING"}]}  # running since when?
+            return status, body
+
+        f.get = get
+
+    flink.faults[2] = odd
+    with pytest.raises(flink_apply.ApplyError) as failed:
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=-math.inf, timeout_s=30, settle_s=0)
+    assert str(failed.value).startswith("unexpected KeyError: 'start-time'; "), str(failed.value)
+    assert "\n" not in str(failed.value) and str(failed.value).endswith("checked per subtask)")
+    assert flink.where == {SRC: ["tm-1", "tm-2"], SINK: ["tm-1", "tm-2"]} and flink.bounds == {SRC: 2, SINK: 2}

@@ -702,10 +702,11 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
         if wrong:
             raise NotHonoured(f"placement not honoured: {len(wrong)} subtasks off plan, e.g. {wrong[0]['vertex']}"
                              f"[{wrong[0]['subtask']}] on {wrong[0]['from']}, planned {wrong[0]['to']}")
-    except StreamschedError as exc:
-        log(f"apply failed ({exc}); putting the job back as it was")
+    except Exception as exc:  # an answer of a kind not foreseen too: the job is not left half-moved
+        what = str(exc) if isinstance(exc, StreamschedError) else f"unexpected {type(exc).__name__}: {exc}"
+        log(f"apply failed ({what}); putting the job back as it was")
         kind = type(exc) if isinstance(exc, ApplyError) else ApplyError
-        raise kind(f"{exc}; {restore(rest, view, location, timeout_s)}") from None
+        raise kind(f"{what}; {restore(rest, view, location, timeout_s)}") from None
     result.applied, result.reason, result.plan_file = True, "applied and verified per subtask", str(plan_file)
     result.rescales = [{k: v for k, v in r.items() if k != "view"} for r in rescales]
     result.downtime_s = sum(r["downtime_s"] for r in rescales)
