@@ -340,3 +340,10 @@ def test_bad_files_are_one_line_naming_the_file(tmp_path):
     junk.write_bytes(gzip.compress(b"\x0b\x00\x01\xff\xff\xff\xff"))  # a string field of length -1
     with pytest.raises(InputError, match=f"^{junk}: not a"):
         nimbus.decode_topology(junk)
+
+
+def test_an_unset_parallelism_hint_is_one_executor(tmp_path):
+    """Thrift.getParallelismHint: unset is 1."""
+    code = write(tmp_path, "n", {"topology.name": "N", "topology.acker.executors": 0}, {"s": (None, None, [])}, {})
+    topology = nimbus.read_topology(code, executors="hint")
+    assert topology.components[0].executors == 1 and topology.graph.n_tasks == 1
