@@ -551,8 +551,9 @@ def restore(rest: FlinkRest, original: JobView, location: str, timeout_s: float)
             away = slots_to_hold(parallelism, held, free, {}, [v["id"] for v in original.vertices])
             rescale(rest, job_id, {**parallelism, **away}, timeout_s)
             now = rescale(rest, job_id, parallelism, timeout_s)["view"]
-    except StreamschedError as exc:
-        return f"putting the job back failed too ({exc}); check its parallelism and placement"
+    except Exception as exc:  # noqa: BLE001 (an unforeseen answer too: the error says so, in one line)
+        what = exc if isinstance(exc, StreamschedError) else f"unexpected {type(exc).__name__}: {exc}"
+        return f"putting the job back failed too ({what}); check its parallelism and placement"
     off = moved_subtasks(original.vertices, now.where, original.where)
     if off:
         return (f"the job was put back to its parallelism, but {len(off)} subtasks run off its original "
