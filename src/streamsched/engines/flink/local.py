@@ -363,9 +363,11 @@ def example_sql(rate: int, record_bytes: int, source_parallelism: int, keys: int
     ``kind`` (:data:`EXAMPLE_KINDS`) changes what Calc computes.
 
     ``bounded``: datagen's ``sequence`` ids 1..``rows`` (each once; the legacy datagen source keeps
-    the ids it has yet to send in its checkpointed state, so a restore neither repeats nor skips
-    any) -REBALANCE-> Calc -> a ``filesystem`` sink of CSV files in ``sink_dir`` (files committed
-    when a checkpoint completes: with exactly-once checkpoints each id lands once)."""
+    the ids it has yet to send in its checkpointed state and emits under the checkpoint lock, so a
+    restore neither repeats nor skips any; datagen's ``number-of-rows`` would not do: its count of
+    rows sent is not checkpointed) -REBALANCE-> Calc -> a ``filesystem`` sink of CSV files in
+    ``sink_dir`` (files committed when a checkpoint completes: with exactly-once checkpoints each
+    id lands once)."""
     if kind not in EXAMPLE_KINDS:
         raise InputError(f"example job: kind {kind!r} is not one of {', '.join(EXAMPLE_KINDS)}")
     if kind == "bounded":
