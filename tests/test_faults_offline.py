@@ -428,3 +428,23 @@ def test_an_unforeseen_answer_mid_apply_puts_the_job_back_with_one_line(scripted
     assert str(failed.value).startswith("unexpected KeyError: 'start-time'; "), str(failed.value)
     assert "\n" not in str(failed.value) and str(failed.value).endswith("checked per subtask)")
     assert flink.where == {SRC: ["tm-1", "tm-2"], SINK: ["tm-1", "tm-2"]} and flink.bounds == {SRC: 2, SINK: 2}
+
+
+def test_the_bounded_example_job_and_its_count(tmp_path):
+    """The bounded kind's SQL (ids 1..rows from datagen's sequence, a CSV file sink at the given
+    directory as a file URI, quotes percent-encoded) and the sink's count: finished part files
+    only (Flink's in-progress and pending files start with a dot)."""
+    from streamsched.engines.flink import local
+
+    with pytest.raises(InputError, match="kind bounded needs a number of rows >= 1 and a sink directory"):
+        local.example_sql(100, 100, 2, 10, "bounded")
+    odd = tmp_path / "it's here"
+    source, sink, insert = local.example_sql(100, 100, 2, 10, "bounded", rows=5, sink_dir=odd)
+    assert "'fields.id.kind' = 'sequence'" in source and "'fields.id.end' = '5'" in source
+    assert f"'path' = '{odd.as_uri()}'" in sink and "%27" in odd.as_uri() and "'format' = 'csv'" in sink
+    assert insert.startswith("INSERT INTO sink SELECT id, ")
+    odd.mkdir()
+    (odd / "part-a-0-0").write_text("1,ABCDEFGH\n3,ABCDEFGH\n")
+    (odd / "part-a-1-0").write_text("2,XYZ\n")
+    (odd / ".part-a-1-1.inprogress.0").write_text("4,UNCOMMITTED\n")
+    assert sorted(local.count_bounded(odd)) == [1, 2, 3]
