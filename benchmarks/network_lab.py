@@ -157,15 +157,19 @@ def lab_placement(reading, lab_cluster, taskmanagers: list[str]) -> np.ndarray:
 
 def slot_feasible(graph, cluster) -> np.ndarray:
     """Every placement of ``graph`` on ``cluster`` with at most ``task_slots`` subtasks of a
-    vertex per TaskManager (Flink's slot rule), one row each."""
+    vertex per TaskManager (Flink's slot rule) and in all no more slots than the job holds (its
+    largest parallelism: a slot holds one subtask of each vertex), one row each."""
     k = cluster.n_nodes
     per_op = []
     for op in range(len(graph.operator_names)):
         tasks = np.flatnonzero(graph.task_operator == op)
         per_op.append((tasks, [c for c in itertools.product(range(k), repeat=tasks.size)
                                if all(c.count(n) <= cluster.nodes[n].task_slots for n in range(k))]))
+    held = max(tasks.size for tasks, _ in per_op)
     rows = []
     for combo in itertools.product(*(choices for _, choices in per_op)):
+        if sum(max(c.count(n) for c in combo) for n in range(k)) > held:
+            continue
         node_of = np.empty(graph.n_tasks, dtype=np.int64)
         for (tasks, _), choice in zip(per_op, combo):
             node_of[tasks] = choice
