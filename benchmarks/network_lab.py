@@ -374,19 +374,26 @@ def busiest_direction(entries: list[dict]) -> list[float]:
 
 
 def table(cell: dict) -> str:
+    """One cell's measurements as a markdown table: a row per placement (Flink's default: every
+    submission's median too), the prediction beside the measurement."""
     base = statistics.median(_values(cell["placements"]["flink-default"], "source_records_per_s"))
     lines = [f"**{cell['cell']}**: {cell['what']}", "",
              "| placement | source records/s, median (sd) | vs default | predicted records/s | prediction error | "
              "p50 / p99 latency ms | busiest link direction MB/s | remote MB/s |", "|" + "---|" * 8]
     for name, entries in cell["placements"].items():
         if "error" in entries[0]:
-            lines.append(f"| {name} | apply failed: {entries[0]['error']} | | | | | | |")
+            lines.append(f"| {name} | no run: {entries[0]['error']} | | | | | | |")
             continue
         values = _values(entries, "source_records_per_s")
         predicted = cell.get("predicted", {}).get(name, {}).get("predicted_throughput")
         measured = statistics.median(values)
-        error = f"{100 * (predicted - measured) / measured:+.0f} %" if predicted else "n/a"
-        lines.append(f"| {name} | {_fmt(values)} | {measured / base:.2f} | "
+        label = name
+        if len(entries) > 1:  # Flink's own placement differs between submissions
+            each = " / ".join(f"{statistics.median(_values([e], 'source_records_per_s')):,.0f}" for e in entries)
+            label = f"{name} (submissions {each}; plans applied to the last; predicted: the last)"
+        judged = statistics.median(_values(entries[-1:], "source_records_per_s"))  # what the prediction is of
+        error = f"{100 * (predicted - judged) / judged:+.0f} %" if predicted else "n/a"
+        lines.append(f"| {label} | {_fmt(values)} | {measured / base:.2f} | "
                      f"{f'{predicted:,.0f}' if predicted else 'n/a'} | {error} | "
                      f"{_fmt(_values(entries, 'latency_p50_ms'))} / {_fmt(_values(entries, 'latency_p99_ms'))} | "
                      f"{_fmt(busiest_direction(entries), 1e6, 2)} | {_fmt(_values(entries, 'remote_bytes_per_s'), 1e6, 2)} |")
