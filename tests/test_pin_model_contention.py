@@ -71,3 +71,38 @@ def test_scaled_gives_each_operator_its_floor_share_and_the_last_the_rest():
     assert profile.scaled(7).parallelism == (1, 2, 4)
     with pytest.raises(InputError, match="cannot scale 10 tasks to 2"):
         profile.scaled(2)
+
+
+@pytest.mark.parametrize("edges, cyclic", [
+    ([(0, 1), (1, 2), (2, 1)], True),  # B <-> C, reached from A
+    ([(0, 1), (2, 3), (3, 2)], True),  # C <-> D, apart from A -> B
+    ([(0, 1), (0, 2), (1, 3), (2, 3)], False),  # a diamond: D reached twice, no cycle
+])
+def test_a_cycle_anywhere_keeps_compute_only_and_a_diamond_is_no_cycle(edges, cyclic):
+    """One task per operator A, B, C, D; the edges between them."""
+    src, dst = zip(*edges)
+    profile = derived(("A", "B", "C", "D"), [0, 1, 2, 3], [1.0] * 4, [(s, d, 1.0) for s, d in edges])
+    assert (profile.measured == ("compute",)) == cyclic
+    if not cyclic:
+        assert profile.downstream == ((1, 2), (3,), (3,), ())
+
+
+def test_two_one_to_one_links_from_one_operator_are_forward():
+    """A (2) -> B (2) and A -> C (2), each one to one: both links FORWARD; each of A's tasks sends
+    2 + 4 = 6 in all, charged over 2 links: 3."""
+    profile = derived(("A", "B", "C"), [0, 0, 1, 1, 2, 2], [1.0] * 6,
+                      [(0, 2, 2.0), (1, 3, 2.0), (0, 4, 4.0), (1, 5, 4.0)])
+    assert profile.outbound == ("FORWARD", "", "") and profile.cost[0, 2] == 3.0
+
+
+def test_an_operator_without_tasks_gets_zero_costs():
+    """A (2 tasks) -> B (1), C without tasks: C's row is zeros; each task's costs are its operator's."""
+    profile = derived(("A", "B", "C"), [0, 0, 1], [1.0, 3.0, 4.0], [(0, 2, 2.0), (1, 2, 6.0)])
+    assert profile.parallelism == (2, 1, 0)
+    assert profile.cost.tolist() == [[2.0, 0.0, 4.0], [4.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    assert profile.task_costs(np.array([1, 0])).tolist() == [[4.0, 0.0, 0.0], [2.0, 0.0, 4.0]]
+
+
+def test_scaling_may_leave_the_last_operator_one_task():
+    profile = ContentionProfile(("a", "b", "c"), (2, 3, 5), np.zeros((3, 3)), ("HASH", "HASH", ""), ((1,), (2,), ()))
+    assert profile.scaled(3).parallelism == (1, 1, 1)
