@@ -181,3 +181,45 @@ def test_more_tasks_than_the_nodes_take_is_refused_before_any_search():
     with pytest.raises(InfeasibleError, match="has 3 tasks but the nodes of 'c' take at most 2"):
         get_scheduler("caps", work_limit=1000, probe_work=1000).schedule(graph, Cluster("c", (Node("a", 1.5),
                                                                                              Node("b", 1.5))))
+
+
+def test_pick_random_takes_a_seeded_plan_of_the_front():
+    """pick=random (CAPS's own pick): each seed's plan is on the brute-force front, the same seed
+    the same plan, and over ten seeds more than one of the front's 3 plans comes up."""
+    graph, cluster = tiny()
+    expected = front(every_plan(graph.contention, 3, 4))
+    scheduler = get_scheduler("caps", autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0,
+                              work_limit=10**7, pick="random")
+    picked = set()
+    for seed in range(10):
+        cost = tuple(scheduler.schedule(graph, cluster, seed=seed).metadata["contention"][d] for d in DIMS)
+        again = tuple(scheduler.schedule(graph, cluster, seed=seed).metadata["contention"][d] for d in DIMS)
+        assert cost == again and any(np.allclose(cost, f) for f in expected)
+        picked.add(tuple(np.round(cost, 9)))
+    assert len(expected) == 3 and len(picked) > 1
+
+
+def test_metadata_names_the_measured_dimensions_and_the_tuning_searches():
+    graph, cluster = tiny()
+    tuned = get_scheduler("caps", work_limit=10**6, probe_work=10**6).schedule(graph, cluster).metadata
+    assert tuned["measured"] == list(DIMS)
+    assert set(tuned["autotune_searches"]) == {"relax_ceiling", "compute", "state", "network", "phase_two"}
+    assert tuned["autotune_searches"]["phase_two"] >= 1
+    fixed = get_scheduler("caps", autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0).schedule(
+        graph, cluster).metadata
+    assert "autotune_searches" not in fixed
+
+
+def test_a_plan_over_a_nodes_capacity_by_unequal_loads_is_refused_and_one_on_it_is_kept():
+    """A (2 tasks, loads 1 and 3) on two nodes: the plan puts one task on each (compute 2 on
+    both, against 4 for both on one). Capacity 3: the task of load 3 fits exactly. Loads 1, 2, 2
+    on two nodes of 2.5 (each task fits, and the total): every plan puts two tasks, 3 or 4, on one
+    node, and caps says so (strict)."""
+    graph = TaskGraph.build("u", ("A",), [0, 0], [1.0, 3.0], [], [], [])
+    on = Cluster("c", (Node("a", 3.0), Node("b", 3.0)))
+    placement = get_scheduler("caps", strict=True, work_limit=1000, probe_work=1000).schedule(graph, on)
+    assert sorted(placement.node_of.tolist()) == [0, 1]
+    three = TaskGraph.build("u3", ("A",), [0, 0, 0], [1.0, 2.0, 2.0], [], [], [])
+    over = Cluster("c", (Node("a", 2.5), Node("b", 2.5)))
+    with pytest.raises(InfeasibleError, match="exceeds a node's capacity"):
+        get_scheduler("caps", strict=True, work_limit=1000, probe_work=1000).schedule(three, over)
