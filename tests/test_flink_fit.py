@@ -148,3 +148,21 @@ def test_cpu_loads_keep_the_contention_profile():
     g = graph()
     profiled = with_profile(g, profile_from_graph(g), "job")
     assert flink_fit.cpu_loads(profiled, ["a", "b", "a", "b"], {"a": 0.5}).contention is profiled.contention
+
+
+def test_several_submissions_are_placements_of_their_own_and_the_last_is_the_reference():
+    def row(tms, rate):
+        g = graph()
+        return {"graph": {"name": "job", "operators": ["source", "calc"], "task_operator": [0, 0, 1, 1],
+                          "load": [0.1] * 4, "src": SRC, "dst": DST, "rate": g.rate.tolist(),
+                          "bytes_rate": g.bytes_rate.tolist()},
+                "taskmanagers": tms, "source_records_per_s": rate, "cpu_cores": cores(g, tms)}
+
+    cell = {"cell": "c", "cluster": {"name": "lab", "nodes": [{"name": "a", "capacity": 1.0}, {"name": "b", "capacity": 1.0}]},
+            "placements": {"flink-default": [{"windows": [row(PLACEMENTS["split"], 300.0)]},
+                                             {"windows": [row(PLACEMENTS["apart"], 200.0)]}],
+                           "plan": [{"windows": [row(PLACEMENTS["one-calc-away"], 250.0)]}]}}
+    (name, cluster, got), = flink_fit.read_measurements({"cells": [cell]}, "m.json")
+    assert [w.placement for w in got] == ["flink-default#1", "flink-default#2", "plan"]
+    held = {h["placement"]: h for h in flink_fit.held_out(got, cluster, "flink-default")}
+    assert held["plan"]["from"] == "flink-default#2" and held["plan"]["unchanged_error"] == pytest.approx(50 / 250)

@@ -202,11 +202,14 @@ def predict(model: FlinkFit, reading: Window, cluster: Cluster, taskmanagers: Se
 
 def held_out(windows: Sequence[Window], cluster: Cluster, reference: str) -> list[dict[str, Any]]:
     """Leave one placement out: each placement's median throughput predicted from the
-    ``reference`` placement's last window by a fit on the other placements' windows (the
-    reference itself from the next placement's window), beside "nothing changes"."""
+    ``reference`` placement's last window (of several submissions ``reference#k``, the last's)
+    by a fit on the other placements' windows (the reference itself from the next placement's
+    window), beside "nothing changes"."""
     by = {}
     for w in windows:
         by.setdefault(w.placement, []).append(w)
+    if reference not in by:  # several submissions of it: the last, whose reading the plans were made on
+        reference = next((p for p in reversed(list(by)) if p.startswith(f"{reference}#")), reference)
     if reference not in by or len(by) < 3:
         raise InputError(f"fit: leave-one-out needs the reference {reference!r} and at least 2 other placements")
     out = []
@@ -224,7 +227,9 @@ def held_out(windows: Sequence[Window], cluster: Cluster, reference: str) -> lis
 
 def read_measurements(data: Any, where: str) -> list[tuple[str, Cluster, list[Window]]]:
     """The cells of a measurement file (``benchmarks/network_lab.py --json``): per cell, its
-    name, cluster (cores and link capacities per TaskManager) and windows; one-line errors."""
+    name, cluster (cores and link capacities per TaskManager) and windows, each labelled with
+    its placement (``name#k`` for the k-th of several submissions under one name: Flink's own
+    placement differs between them); one-line errors."""
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise InputError(f"{where}: expected a JSON object with a list 'cells' (benchmarks/network_lab.py --json)")
     out = []
@@ -235,14 +240,16 @@ def read_measurements(data: Any, where: str) -> list[tuple[str, Cluster, list[Wi
         cluster = Cluster.from_dict(cell.get("cluster"), f"{w}.cluster")
         windows = []
         for name, entries in (cell.get("placements") or {}).items():
-            for e, entry in enumerate(entries if isinstance(entries, list) else []):
+            entries = entries if isinstance(entries, list) else []
+            for e, entry in enumerate(entries):
+                label = f"{name}#{e + 1}" if len(entries) > 1 else str(name)  # submissions: placements of their own
                 for i, row in enumerate(entry.get("windows", []) if isinstance(entry, dict) else []):
                     at = f"{w}.placements.{name}[{e}].windows[{i}]"
                     try:
                         graph = graph_of(row["graph"], f"{at}.graph")
                         links = {str(k): {d: float(v[d]) for d in ("in", "out")}
                                  for k, v in (row.get("link_bytes_per_s") or {}).items()}
-                        windows.append(Window(str(name), graph, tuple(str(t) for t in row["taskmanagers"]),
+                        windows.append(Window(label, graph, tuple(str(t) for t in row["taskmanagers"]),
                                               float(row["source_records_per_s"]),
                                               {str(k): float(v) for k, v in row["cpu_cores"].items()}, links or None))
                     except (KeyError, TypeError, ValueError, AttributeError) as exc:
