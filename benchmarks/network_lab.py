@@ -45,7 +45,6 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 
@@ -55,7 +54,7 @@ from streamsched.engines.flink import local, netlab
 from streamsched.engines.flink.documents import Capture
 from streamsched.engines.flink.estimate import read_capture
 from streamsched.engines.flink.latency import sink_latency
-from streamsched.engines.flink.rest import FlinkRest, fetch_interval, take_snapshot
+from streamsched.engines.flink.rest import FlinkRest, fetch_interval, take_snapshot, taskmanager_cpu_seconds
 from streamsched.model import Placement
 from streamsched.model.throughput import predict_throughput
 from streamsched.schedulers import get_scheduler
@@ -103,25 +102,15 @@ def log(message: str) -> None:
 
 
 # ------------------------------------------------------------------------------ measuring
-def tm_cpu_seconds(rest: FlinkRest) -> dict[str, float]:
-    """Per TaskManager: its JVM's CPU time so far (s; Flink's ``Status.JVM.CPU.Time``, ns)."""
-    out = {}
-    for tm in rest.get("/taskmanagers").get("taskmanagers", []):
-        values = rest.get(f"/taskmanagers/{quote(tm['id'], safe='')}/metrics?get=Status.JVM.CPU.Time")
-        out[tm["id"]] = next((float(v["value"]) / 1e9 for v in values if v.get("id") == "Status.JVM.CPU.Time"),
-                             math.nan)
-    return out
-
-
 def window(rest: FlinkRest, job_id: str, lab: netlab.Lab, seconds: float) -> tuple[dict, object]:
     """One window: two REST snapshots ``seconds`` apart, the lab's link counters and the
     TaskManagers' CPU time over the same span, the sink's latency at its end."""
     interval = fetch_interval(rest)
-    links0, cpu0 = netlab.link_bytes(lab), tm_cpu_seconds(rest)
+    links0, cpu0 = netlab.link_bytes(lab), taskmanager_cpu_seconds(rest)
     first = take_snapshot(rest, job_id, interval)
     time.sleep(max(0.0, first.time + max(seconds, interval) - time.time()))
     last = take_snapshot(rest, job_id, interval)
-    links1, cpu1 = netlab.link_bytes(lab), tm_cpu_seconds(rest)
+    links1, cpu1 = netlab.link_bytes(lab), taskmanager_cpu_seconds(rest)
     reading = read_capture(Capture(job_id, (first, last), rest.url, rest.url))
     dt = last.time - first.time
     report = reading.report

@@ -257,8 +257,13 @@ def _tests(where: Path) -> None:
 
 
 #: Inputs by the path a command names (first component), in the order they are made.
+def _src(where: Path) -> None:
+    """src/: the repository's (a doc naming ``src/streamsched/data/...`` means a file the package ships)."""
+    (where / "src").symlink_to(ROOT / "src", target_is_directory=True)
+
+
 INPUTS = {"cluster.yaml": _readme_cluster, "edges.csv": _edges, "now": _now, "DIR": _nimbus,
-          "out/demo/cluster.json": _demo_cluster, "metrics": _metrics, "tests": _tests}
+          "out/demo/cluster.json": _demo_cluster, "metrics": _metrics, "tests": _tests, "src": _src}
 
 
 def _store(where: Path, argv: list[str], spark) -> None:
