@@ -106,11 +106,11 @@ def window(rest: FlinkRest, job_id: str, lab: netlab.Lab, seconds: float) -> tup
     """One window: two REST snapshots ``seconds`` apart, the lab's link counters and the
     TaskManagers' CPU time over the same span, the sink's latency at its end."""
     interval = fetch_interval(rest)
-    links0, cpu0 = netlab.link_bytes(lab), taskmanager_cpu_seconds(rest)
+    links0, cpu0, c0 = netlab.link_bytes(lab), taskmanager_cpu_seconds(rest), time.monotonic()
     first = take_snapshot(rest, job_id, interval)
     time.sleep(max(0.0, first.time + max(seconds, interval) - time.time()))
     last = take_snapshot(rest, job_id, interval)
-    links1, cpu1 = netlab.link_bytes(lab), taskmanager_cpu_seconds(rest)
+    links1, cpu1, c1 = netlab.link_bytes(lab), taskmanager_cpu_seconds(rest), time.monotonic()
     reading = read_capture(Capture(job_id, (first, last), rest.url, rest.url))
     dt = last.time - first.time
     report = reading.report
@@ -120,7 +120,8 @@ def window(rest: FlinkRest, job_id: str, lab: netlab.Lab, seconds: float) -> tup
     row = {"seconds": dt, "source_records_per_s": sum(v["records_out_per_s"] for v in source),
            "graph": graph_doc(reading.graph), "taskmanagers": [nodes[k] for k in reading.placement.node_of],
            "remote_bytes_per_s": report["measured_per_s"]["bytes_in_remote"], "link_bytes_per_s": links,
-           "cpu_cores": {tm: (cpu1[tm] - cpu0.get(tm, math.nan)) / dt for tm in cpu1},
+           # cores over the CPU readings' own span (the snapshots' waits lie inside it, not in dt)
+           "cpu_cores": {tm: (cpu1[tm] - cpu0.get(tm, math.nan)) / (c1 - c0) for tm in cpu1},
            **{f"latency_{q}_ms": v for q, v in sink_latency(rest, job_id).items() if q in ("p50", "p99")}}
     return row, reading
 

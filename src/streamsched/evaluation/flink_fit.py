@@ -14,13 +14,15 @@ TaskManager with an end on k (T1's remote records), ``b`` a TaskManager's own CP
 metrics, checkpoints). Per record CPU is not Flink's busy time, which counts a throttled or
 waiting subtask as busy: F1 fits what the TaskManagers' CPU time says.
 
-    F2  eta = max over windows and link directions of payload_wkd / net_kd
+    F2  eta = max over windows and link directions of payload_wkd / net_kd   (those >= 1/2)
 
 (payload: bytes/s of the subtask pairs the placement splits across TaskManager k's link in
 direction d, Flink's byte counters; net: the link's capacity in the cluster file, the rate it
 is shaped to): the share of a link's rate that carries records when it saturates (framing,
-TCP/IP headers, acknowledgements and the JobManager's traffic take the rest). Without link
-capacities, the median over windows of payload / wire bytes of the busiest direction. A placement P is predicted from a reading of the job under another placement: each
+TCP/IP headers, acknowledgements and the JobManager's traffic take the rest); only directions
+loaded to at least half their rate count, the others say nothing of where a link saturates.
+Without such a direction, the median over windows of payload / wire bytes of the busiest
+direction (1 without link counters). A placement P is predicted from a reading of the job under another placement: each
 task's load ``c_o p_t`` (cores at the reading's rate), each node's CPU ``cap_k - b``, its links
 ``eta net_k``, ``c = c_net`` per remote record at each end, then T1-T5
 (:func:`streamsched.model.throughput.predict_throughput`).
@@ -48,6 +50,8 @@ from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.throughput import ThroughputPrediction, predict_throughput
 
 FORMAT = "streamsched.flink-fit/1"
+#: F2 counts a link direction whose payload reached this share of its rate.
+SATURATING = 0.5
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,7 @@ def fit(windows: Sequence[Window], cluster: Cluster | None = None) -> FlinkFit:
     fitted = x @ coef
     residual = float(np.median(np.abs(fitted - y) / np.maximum(y, 1e-3)))
     capacities = {} if cluster is None else {n.name: {"in": n.net_in, "out": n.net_out} for n in cluster.nodes}
-    loads = [load for w in windows for load in link_loads(w, capacities)]
+    loads = [load for w in windows for load in link_loads(w, capacities) if load >= SATURATING]
     shares = [share for share in map(payload_share, windows) if share is not None]
     return FlinkFit({n: float(c) for n, c in zip(names[1:-1], coef[1:-1])}, float(coef[-1]), float(coef[0]),
                     max(loads) if loads else float(statistics.median(shares)) if shares else 1.0, len(windows),
