@@ -244,16 +244,21 @@ def _pair_matrix(reading, up: str, down: str) -> np.ndarray:
     return out
 
 
-def _counter_rate(capture, pattern: str, metric: str) -> np.ndarray:
-    """A vertex's per-subtask counter, differenced over the two snapshots (straight from the JSON)."""
+def _counter_rate(capture, pattern: str, metric: str, reading=None) -> np.ndarray:
+    """A vertex's per-subtask counter, differenced over the two snapshots (straight from the
+    JSON), over the snapshots' interval, or, given the ``reading``, over the window the reader
+    states for the subtask's TaskManager (each TaskManager's counters over its own window)."""
     first, last = capture.snapshots[0], capture.snapshots[-1]
     job = last.documents[f"jobs/{capture.job_id}"]
     (vertex,) = [v for v in job["vertices"] if re.fullmatch(pattern, v["name"])]
+    hosts = {s["subtask"]: s.get("taskmanager-id") for s in
+             last.documents[f"jobs/{capture.job_id}/vertices/{vertex['id']}"]["subtasks"]}
     values = []
     for i in range(vertex["parallelism"]):
         key = f"jobs/{capture.job_id}/vertices/{vertex['id']}/subtasks/{i}/metrics"
         get = lambda snap: {m["id"]: float(m["value"]) for m in snap.documents[key]}[metric]
-        values.append((get(last) - get(first)) / (last.time - first.time))
+        seconds = last.time - first.time if reading is None else reading.report["windows"][hosts[i]]["seconds"]
+        values.append((get(last) - get(first)) / seconds)
     return np.array(values)
 
 
@@ -321,7 +326,7 @@ def test_rates_against_the_jobs_own_counters(live_reading):
     for up, down, strategy in EDGES:
         (edge,) = [e for (a, b), e in by_edge.items() if re.fullmatch(up, a) and re.fullmatch(down, b)]
         assert edge["total_from"] == "receivers"
-        received = _counter_rate(capture, down, "numRecordsIn").sum()
+        received = _counter_rate(capture, down, "numRecordsIn", reading).sum()
         assert edge["records_per_s"] == pytest.approx(received, rel=1e-9)
         sent = _counter_rate(capture, up, "numRecordsOut").sum()
         copies = _vertex(reading, down)["parallelism"] if strategy == "BROADCAST" else 1
