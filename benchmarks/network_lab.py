@@ -139,8 +139,8 @@ def measure(rest: FlinkRest, job_id: str, lab: netlab.Lab, windows: int, seconds
 
 
 # ------------------------------------------------------------------------------ plans
-def lab_placement(reading, lab_cluster, taskmanagers: list[str]) -> np.ndarray:
-    """Node index in the lab's cluster file per task of ``reading``'s graph."""
+def lab_placement(lab_cluster, taskmanagers: list[str]) -> np.ndarray:
+    """Node index in the lab's cluster file per task, from each task's TaskManager."""
     names = [n.name for n in lab_cluster.nodes]
     return np.array([names.index(tm) for tm in taskmanagers], dtype=np.int64)
 
@@ -295,7 +295,7 @@ def run_cell(cell: Cell, base: Path, args) -> dict:
         work = directory / "plans-made"
         work.mkdir(parents=True, exist_ok=True)
         last = out["placements"]["flink-default"][-1]
-        default_nodes = lab_placement(reading, lab_cluster, last["taskmanagers"])
+        default_nodes = lab_placement(lab_cluster, last["taskmanagers"])
         graph = flink_fit.cpu_loads(reading.graph, last["taskmanagers"], last["windows"][-1]["cpu_cores"])
         plans = plans_for(graph, default_nodes, lab_cluster, work)
         out["predicted"] = {"flink-default": predict_throughput(graph, lab_cluster, default_nodes).to_row()}
