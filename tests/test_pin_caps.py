@@ -5,7 +5,6 @@ thresholds and their rounding, and the node limits."""
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from streamsched.model import Cluster, Node, TaskGraph
 from streamsched.model.contention import graph_from_profile, read_caps_profile
 from streamsched.model.placement import NO_WORKER
 from streamsched.schedulers import get_scheduler
+from test_contention import brute_force
 from streamsched.schedulers.caps import node_limits, placement_from_counts, thresholds
 
 DIMS = ("compute", "state", "network")
@@ -38,13 +38,7 @@ def tiny():
 
 def every_plan(profile, n_nodes: int, slots: int):
     """(bottleneck cost vector, counts) of every plan with at most ``slots`` tasks per node."""
-    per_op = [[c for c in itertools.product(range(p + 1), repeat=n_nodes) if sum(c) == p] for p in profile.parallelism]
-    out = []
-    for combo in itertools.product(*per_op):
-        counts = np.array(combo)
-        if np.all(counts.sum(axis=0) <= slots):
-            out.append((costs_from_counts(profile, counts).max(axis=0), counts))
-    return out
+    return brute_force(graph_from_profile(profile, "every-plan"), n_nodes, slots)
 
 
 def bases(profile, n_nodes: int, slots: int):
