@@ -37,7 +37,7 @@ TESTS = {
     "schedulers/caps.py": ["tests/test_contention.py"],
     "solvers/contention.py": ["tests/test_contention.py"],
     "schedulers/optimal.py": ["tests/test_optimal_scheduler.py", "tests/test_contention.py"],
-    "engines/flink/apply.py": ["tests/test_apply_offline.py"],
+    "engines/flink/apply.py": ["tests/test_apply_offline.py", "tests/test_faults_offline.py"],
 }
 #: Fast tests left out of a module's runs (``-k``), each a few seconds of Storm's 140 stored topologies
 #: that every surviving mutant of the reader would run again: the score is then a lower bound.
