@@ -470,17 +470,30 @@ def local_submit(
     parallelism: int = typer.Option(3, "--parallelism", help="Calc and aggregate parallelism"),
     source_parallelism: int = typer.Option(2, "--source-parallelism", help="source parallelism"),
     kind: str = typer.Option("example", "--kind", help="example; cpu (a CPU-heavy Calc: the string hashed "
-                             "12 times); skewed (70 % of the records carry key 0)"),
+                             "12 times); skewed (70 % of the records carry key 0); shifting (skewed, the hot key "
+                             "0 becomes 4 at --shift-at, another aggregate subtask at parallelism 3)"),
+    shift_at: Optional[str] = typer.Option(None, "--shift-at", help="shifting: when the hot key changes, Unix "
+                                           "seconds or +SECONDS from now; several, comma-separated: it changes "
+                                           "back and forth"),
     url: Optional[str] = typer.Option(None, "--url", help="any Flink 2.3 REST URL instead of the cluster in DIR "
                                       "(the client's log then goes to DIR/log)"),
 ) -> None:
     """Submit the example job (datagen -REBALANCE-> Calc -HASH-> aggregate -> blackhole) to the
     cluster in DIR (with or without a network lab) or at --url; prints its JobID."""
+    import time
+
     from streamsched.engines.flink import local
 
+    now, at = int(time.time()), []
+    for part in shift_at.split(",") if shift_at else []:
+        part = part.strip()
+        try:
+            at.append(now + int(part[1:]) if part.startswith("+") else int(part))
+        except ValueError:
+            raise InputError(f"--shift-at {shift_at!r}: expected Unix seconds or +SECONDS, comma-separated") from None
     logs = directory / "log"
     if url is None:
         cluster = local.load(directory)
         url, logs = cluster.url, cluster.logs
-    print(local.submit_example(url, logs, rate=rate, record_bytes=record_bytes,
-                               parallelism=parallelism, source_parallelism=source_parallelism, kind=kind))
+    print(local.submit_example(url, logs, rate=rate, record_bytes=record_bytes, parallelism=parallelism,
+                               source_parallelism=source_parallelism, kind=kind, shift_at=at))

@@ -30,7 +30,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import yaml
 
@@ -348,15 +348,30 @@ EXAMPLE_NAME = "streamsched-example"
 #: The example job's kinds: ``example`` (the default), ``cpu`` (a CPU-heavy Calc: the record's
 #: string hashed ``HEAVY_ROUNDS`` times, for machines of unequal power), ``skewed`` (a share
 #: ``SKEW`` of the records carries key 0: one aggregate subtask receives most of the exchange),
-#: ``bounded`` (ids 1..``rows`` once each, written to files in ``sink_dir``: what a sink holds
-#: after rescales can be counted, :func:`count_bounded`).
-EXAMPLE_KINDS = ("example", "cpu", "skewed", "bounded")
+#: ``shifting`` (like ``skewed``, but the hot key changes at given wall-clock times:
+#: :data:`SHIFT_KEYS`, :func:`shift_sql`), ``bounded`` (ids 1..``rows`` once each, written to files
+#: in ``sink_dir``: what a sink holds after rescales can be counted, :func:`count_bounded`).
+EXAMPLE_KINDS = ("example", "cpu", "skewed", "shifting", "bounded")
 HEAVY_ROUNDS = 12
 SKEW = 0.7
+#: ``shifting``'s hot key before and after a shift. At parallelism 3 they land on different
+#: GroupAggregate subtasks, 2 and 0 (Flink's ``KeyGroupRangeAssignment`` on the key's
+#: ``BinaryRowData``, 128 key groups or 32768 alike: computed with Flink 2.3's own classes, and
+#: measured on the job's per-subtask bytes, tests/test_live_loop_live.py).
+SHIFT_KEYS = (0, 4)
+
+
+def shift_sql(times: Sequence[int]) -> str:
+    """The hot key as SQL: ``SHIFT_KEYS[0]`` before the first of ``times`` (Unix seconds,
+    increasing), then ``SHIFT_KEYS[1]``, ``SHIFT_KEYS[0]``, ... alternately from each time on.
+    ``UNIX_TIMESTAMP()`` without an argument is evaluated per record in a streaming job (it is not
+    deterministic, so never folded into a constant)."""
+    cases = " ".join(f"WHEN UNIX_TIMESTAMP() < {t} THEN {SHIFT_KEYS[i % 2]}" for i, t in enumerate(times))
+    return f"CASE {cases} ELSE {SHIFT_KEYS[len(times) % 2]} END"
 
 
 def example_sql(rate: int, record_bytes: int, source_parallelism: int, keys: int, kind: str = "example",
-                rows: int = 0, sink_dir: str | Path | None = None) -> list[str]:
+                rows: int = 0, sink_dir: str | Path | None = None, shift_at: Sequence[int] = ()) -> list[str]:
     """The example job: datagen ``events`` (``source_parallelism``) -REBALANCE-> Calc -HASH->
     GroupAggregate -> blackhole (``parallelism.default``). Each record carries a random string of
     ``record_bytes`` characters over both exchanges (the aggregate keeps its largest value);
@@ -367,9 +382,16 @@ def example_sql(rate: int, record_bytes: int, source_parallelism: int, keys: int
     restore neither repeats nor skips any; datagen's ``number-of-rows`` would not do: its count of
     rows sent is not checkpointed) -REBALANCE-> Calc -> a ``filesystem`` sink of CSV files in
     ``sink_dir`` (files committed when a checkpoint completes: with exactly-once checkpoints each
-    id lands once)."""
+    id lands once).
+
+    ``shifting``: the hot key changes at each of ``shift_at`` (Unix seconds, :func:`shift_sql`)."""
     if kind not in EXAMPLE_KINDS:
         raise InputError(f"example job: kind {kind!r} is not one of {', '.join(EXAMPLE_KINDS)}")
+    shift_at = [int(t) for t in shift_at]
+    if kind == "shifting" and (not shift_at or min(shift_at) < 0 or shift_at != sorted(set(shift_at))):
+        raise InputError(f"example job: kind shifting needs --shift-at, increasing Unix seconds >= 0 (got {shift_at})")
+    if kind != "shifting" and shift_at:
+        raise InputError("example job: --shift-at is for kind shifting only")
     if kind == "bounded":
         if rows < 1 or sink_dir is None:
             raise InputError("example job: kind bounded needs a number of rows >= 1 and a sink directory")
@@ -389,6 +411,8 @@ def example_sql(rate: int, record_bytes: int, source_parallelism: int, keys: int
         pad = f"CONCAT({pad}, SUBSTRING(pad, 129))"  # the record keeps its size
     elif kind == "skewed":
         key = f"CASE WHEN MOD(ABS(v), 1000) < {int(SKEW * 1000)} THEN 0 ELSE k END"
+    elif kind == "shifting":
+        key = f"CASE WHEN MOD(ABS(v), 1000) < {int(SKEW * 1000)} THEN {shift_sql(shift_at)} ELSE k END"
     return [
         f"""CREATE TABLE events (k INT, v BIGINT, pad STRING) WITH ('connector' = 'datagen',
             'rows-per-second' = '{rate}', 'fields.k.min' = '0', 'fields.k.max' = '{keys - 1}',
@@ -406,10 +430,10 @@ class ExampleClient:
     def __init__(self, rest_port: int, logs: Path, rate: int = 2000, record_bytes: int = 500,
                  parallelism: int = 3, source_parallelism: int = 2, keys: int = 1000, name: str = EXAMPLE_NAME,
                  extra: Mapping[str, str] = (), host: str = "127.0.0.1", kind: str = "example", rows: int = 0,
-                 sink_dir: str | Path | None = None) -> None:
+                 sink_dir: str | Path | None = None, shift_at: Sequence[int] = ()) -> None:
         if not (100 <= record_bytes <= 1_000_000) or rate < 1 or parallelism < 1 or source_parallelism < 1 or keys < 1:
             raise InputError("example job: --record-bytes 100..1000000, --rate, --parallelism, --keys >= 1")
-        statements = example_sql(rate, record_bytes, source_parallelism, keys, kind, rows, sink_dir)
+        statements = example_sql(rate, record_bytes, source_parallelism, keys, kind, rows, sink_dir, shift_at)
         from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
         home = flink_home()
