@@ -46,6 +46,7 @@ from ortools.sat.python import cp_model
 
 from streamsched.contention_metrics import costs_from_counts
 from streamsched.model.contention import DIMENSIONS, ContentionProfile
+from streamsched.model.placement import CAPACITY_TOLERANCE
 from streamsched.native_output import captured_native_output
 
 #: Scaled node costs stay below 2^SCALE_BITS (CP-SAT works on 64-bit integers).
@@ -208,13 +209,18 @@ class _Model:
             m.add(sum(self.n[o]) == par[o])
         for k in range(n_nodes):
             m.add(sum(self.n[o][k] for o in range(n_ops)) <= int(limits[k]))
-        # capacity with each operator's largest task load (exact when an operator's loads are equal)
-        load_scale = 2.0**20 / max(float(max_load.max()), 1e-12) if max_load.size else 1.0
+        # capacity with each operator's largest task load (exact when an operator's loads are equal),
+        # within the validator's band (CAPACITY_TOLERANCE): coefficients rounded up admit no load
+        # above capacity + band; the scale keeps their gain (under 1 a task) within half the band,
+        # so every load up to capacity + band / 2 is admitted (0.1 + 0.3 on 0.4 was refused)
         for k in range(n_nodes):
+            band = CAPACITY_TOLERANCE * (capacity[k] + 1)
+            largest = float(sum(max_load[o] * min(par[o], limits[k]) for o in range(n_ops)))
+            load_scale = min(2 * max(int(limits[k]), 1) / band, 2.0**CEILING_BITS / max(largest, 1e-12))
             coefficients = np.ceil(max_load * load_scale).astype(np.int64)
             if np.any(coefficients > 0):
                 m.add(cp_model.LinearExpr.weighted_sum([self.n[o][k] for o in range(n_ops)], coefficients.tolist())
-                      <= int(math.floor(capacity[k] * load_scale * (1 + 1e-9) + 1e-9)))
+                      <= int(math.floor((capacity[k] + band) * load_scale)))
         # per node, per dimension: (terms, multiplier bound) with multipliers >= 0
         terms: list[list[list[tuple[Any, float, int]]]] = [[[] for _ in range(3)] for _ in range(n_nodes)]
         for k in range(n_nodes):
