@@ -7,6 +7,7 @@ test_contention.py."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -152,3 +153,234 @@ def test_throughput_gets_the_work_limit_by_default_and_the_slot_and_memory_rules
     assert got[0]["max_items"] is None and got[0]["memory"] is None and got[0]["current"] is None
     assert got[1]["time_limit"] == 4.0 and got[1]["work_limit"] is None
     assert got[1]["max_items"].tolist() == [3, 2] and got[1]["node_memory"].tolist() == [1000.0, 500.0]
+
+
+def test_the_solvers_answer_becomes_the_placements_metadata(recorded, monkeypatch):
+    """Every field of the solver's result reaches the metadata; a node without worker slots
+    gets no worker; the memory-model limit and the backend reach the solver."""
+    graph, _ = small()
+    cluster = Cluster("two", (Node("a", 4.0, slots=3), Node("b", 4.0, slots=0)))
+
+    def solve(load, src, dst, rate, capacity, **kwargs):
+        recorded["solve"].append(kwargs)
+        return SimpleNamespace(status="feasible", assignment=np.array([0, 1]), bound=2.5, gap=0.5, backend="highs",
+                               formulation="cut", wall_time_s=0.25, bound_source="cut model", start_objective=5.0,
+                               note="a note", moved=1, objective=6.0)
+
+    monkeypatch.setattr(optimal, "solve_placement", solve)
+    placement = get_scheduler("optimal", backend="highs", memory_limit_mb=64.0).schedule(graph, cluster, seed=2)
+    (kwargs,) = recorded["solve"]
+    assert kwargs["backend"] == "highs" and kwargs["memory_limit_mb"] == 64.0
+    assert placement.node_of.tolist() == [0, 1] and placement.worker_of.tolist() == [0, optimal.NO_WORKER]
+    meta = placement.metadata
+    assert {k: meta[k] for k in ("status", "bound", "gap", "backend", "formulation", "solver_time_s", "bound_source",
+                                 "start_cost", "note", "warm_starts")} == {
+        "status": "feasible", "bound": 2.5, "gap": 0.5, "backend": "highs", "formulation": "cut",
+        "solver_time_s": 0.25, "bound_source": "cut model", "start_cost": 5.0, "note": "a note",
+        "warm_starts": {"even": "cost 5"}}
+    assert "moved" not in meta and "migration_cost" not in meta and meta["cost"] == 5.0  # A | B: 5 records/s cut
+    assert meta["scheduler"] == "optimal" and meta["seed"] == 2
+
+
+def test_no_note_and_no_warm_starts_leave_no_keys(recorded):
+    graph, cluster = small()
+    meta = get_scheduler("optimal", warm_starts=False).schedule(graph, cluster).metadata
+    assert "note" not in meta and "warm_starts" not in meta and "moved" not in meta
+
+
+def test_a_tiny_time_limit_still_gives_the_solver_a_hundredth_of_a_second(recorded):
+    """time_limit 0.01: what is left after the (instant) warm starts is below 0.01 s; the solver
+    gets 0.01 s at least, and 70 % of the limit as work."""
+    graph, cluster = small()
+    get_scheduler("optimal", time_limit=0.01).schedule(graph, cluster)
+    (kwargs,) = recorded["solve"]
+    assert kwargs["time_limit"] == 0.01 and kwargs["work_limit"] == pytest.approx(0.007)
+    assert recorded["warm"] == [(0, pytest.approx(0.003))]
+
+
+def test_schedule_with_passes_pins_and_exclusions_and_then_runs_no_warm_starts(recorded):
+    """Pinned tasks or excluded pairs: the warm starts (which know neither) are not run; an empty
+    pin map is no pin. The placement carries the scheduler's own metadata and its traffic."""
+    graph, cluster = small()
+    scheduler = get_scheduler("optimal")
+    placement = scheduler.schedule_with(graph, cluster, seed=5, pinned={0: 1})
+    assert recorded["warm"] == [] and recorded["solve"][-1]["pinned"] == {0: 1}
+    meta = placement.metadata
+    assert meta["scheduler"] == "optimal" and meta["seed"] == 5 and meta["params"] == scheduler.resolved_params()
+    assert meta["cost"] == 0.0 and meta["wall_time_s"] >= 0 and meta["status"] == "optimal"  # both on node b
+    scheduler.schedule_with(graph, cluster, excluded=[(0, 0)])
+    assert recorded["warm"] == [] and recorded["solve"][-1]["excluded"] == [(0, 0)]
+    scheduler.schedule_with(graph, cluster, seed=8, pinned={})
+    assert recorded["warm"] == [(8, optimal.WARM_START_CAP_S)]
+
+
+def test_replan_passes_the_current_nodes_and_the_price_and_reports_the_moves(recorded):
+    graph, cluster = small()
+    from streamsched.model import Placement
+
+    current = Placement.build(np.array([0, -1]))
+    placement = get_scheduler("optimal").replan(graph, cluster, current, seed=3, migration_cost=2.5)
+    (kwargs,) = recorded["solve"]
+    assert kwargs["current"].tolist() == [0, -1] and kwargs["migration_cost"] == 2.5 and kwargs["seed"] == 3
+    assert recorded["warm"] == [] and kwargs["warm_start"] is None
+    meta = placement.metadata
+    assert (meta["moved"], meta["migration_cost"], meta["objective"]) == (0, 2.5, 0.0)
+    with pytest.raises(optimal.InputError, match=r"^current placement has 3 tasks, graph 'pair' has 2$"):
+        get_scheduler("optimal").replan(graph, cluster, Placement.build(np.array([0, 0, 1])))
+
+
+def test_a_co_location_rule_becomes_per_operator_caps(recorded):
+    """Nodes of 2 and 1 Flink task slots (one slot sharing group): at most 2 and 1 tasks of each
+    operator per node."""
+    graph, _ = small()
+    cluster = Cluster("two", (Node("a", 4.0, slots=1, task_slots=2), Node("b", 4.0, slots=1, task_slots=1)))
+    get_scheduler("optimal").schedule(graph, cluster)
+    (kwargs,) = recorded["solve"]
+    groups, caps_ = kwargs["operator_caps"]
+    assert groups.tolist() == [0, 1] and caps_.tolist() == [[2, 1], [2, 1]]
+
+
+def test_the_messages_name_the_graph_the_cluster_and_the_limit(recorded):
+    graph, cluster = small()
+    recorded["status"] = "infeasible"
+    with pytest.raises(InfeasibleError) as error:
+        get_scheduler("optimal").schedule(graph, cluster)
+    assert str(error.value) == ("optimal: graph 'pair' cannot be placed on cluster 'two' under its capacity (and "
+                                "other) constraints")
+    recorded["status"] = "unknown"
+    with pytest.raises(InfeasibleError) as error:
+        get_scheduler("optimal", work_limit=2.5).schedule(graph, cluster)
+    assert str(error.value) == "optimal: no placement of 'pair' found within work_limit=2.5 (none may exist)"
+
+
+def test_contention_weights_message_names_the_parameter_and_its_value(contention):
+    graph, cluster = small()
+    with pytest.raises(ParameterError) as error:
+        get_scheduler("optimal", objective="contention", contention_weights="1,x,1").schedule(graph, cluster)
+    assert str(error.value) == ("optimal.params.contention_weights: '1,x,1' is not three numbers >= 0 separated "
+                                "by commas")
+    get_scheduler("optimal", objective="contention", contention_weights="0,0,0", state_ceiling=2.0,
+                  traffic_ceiling=7.0).schedule(graph, cluster)
+    assert contention[-1]["weights"] == (0.0, 0.0, 0.0) and contention[-1]["ceilings"] == {"state": 2.0}
+    assert contention[-1]["network_ceiling"] == 7.0
+
+
+@pytest.fixture
+def throughput_calls(monkeypatch):
+    from streamsched.solvers import throughput
+
+    calls = {"got": [], "result": dict(node_of=np.array([0, 1]), status="optimal", bound=0.5, gap=0.0, peak=0.5,
+                                       remote_bytes=3.0, stages=[{"s": 1}], wall_time_s=0.1, moved=1)}
+
+    def solve(graph, cluster, **kwargs):
+        calls["got"].append(kwargs)
+        return SimpleNamespace(**calls["result"])
+
+    monkeypatch.setattr(throughput, "solve_throughput", solve)
+    return calls
+
+
+def test_throughput_metadata_is_the_solvers_answer_and_the_models_prediction(throughput_calls):
+    """Pair A -> B (5 records/s) split over two nodes: the metadata carries the solver's peak,
+    bound and gap and the throughput model's prediction for the placement it returned; a bound
+    of 0 proves no finite throughput bound (None, as JSON has no inf)."""
+    from streamsched.model.throughput import predict_throughput
+    from streamsched.solvers.throughput import TIE_TOLERANCE
+
+    graph, cluster = small()
+    placement = get_scheduler("optimal", objective="throughput", net_cpu_per_record=0.01).schedule(graph, cluster)
+    (kwargs,) = throughput_calls["got"]
+    assert kwargs["net_cpu_per_record"] == 0.01 and kwargs["workers"] == 1
+    predicted = predict_throughput(graph, cluster, np.array([0, 1]), 0.01)
+    meta = placement.metadata
+    assert {k: meta[k] for k in ("status", "objective", "bound", "gap", "peak_utilisation", "remote_bytes",
+                                 "tie_tolerance", "stages", "solver_time_s", "predicted_bottleneck")} == {
+        "status": "optimal", "objective": "throughput", "bound": 0.5, "gap": 0.0, "peak_utilisation": 0.5,
+        "remote_bytes": 3.0, "tie_tolerance": TIE_TOLERANCE, "stages": [{"s": 1}], "solver_time_s": 0.1,
+        "predicted_bottleneck": predicted.bottleneck}
+    assert meta["predicted_throughput"] == predicted.throughput and math.isfinite(predicted.throughput)
+    assert meta["throughput_bound"] == pytest.approx(predicted.source_rate / 0.5)
+    assert "moved" not in meta and meta["bound_source"].startswith("cp-sat")
+    assert placement.node_of.tolist() == [0, 1] and placement.worker_of.tolist() == [0, 0]
+    throughput_calls["result"]["bound"] = 0.0
+    assert get_scheduler("optimal", objective="throughput").schedule(graph, cluster).metadata["throughput_bound"] is None
+
+
+def test_throughput_replan_passes_the_current_nodes_and_reports_moves(throughput_calls):
+    from streamsched.model import Placement
+
+    graph, cluster = small()
+    placement = get_scheduler("optimal", objective="throughput").replan(graph, cluster, Placement.build(np.array([1, 1])))
+    (kwargs,) = throughput_calls["got"]
+    assert kwargs["current"].tolist() == [1, 1] and placement.metadata["moved"] == 1
+    with pytest.raises(ParameterError, match=r"^optimal: objective=throughput takes no excluded, pinned$"):
+        get_scheduler("optimal", objective="throughput").schedule_with(graph, cluster, pinned={0: 1},
+                                                                       excluded=[(1, 0)])
+
+
+def test_throughput_without_a_plan_says_whether_a_limit_stopped_it(throughput_calls):
+    graph, cluster = small()
+    throughput_calls["result"].update(node_of=None, status="infeasible")
+    with pytest.raises(InfeasibleError) as error:
+        get_scheduler("optimal", objective="throughput").schedule(graph, cluster)
+    assert str(error.value) == "optimal: no placement of 'pair' on 'two' keeps the slot rule"
+    throughput_calls["result"].update(status="unknown")
+    with pytest.raises(InfeasibleError) as error:
+        get_scheduler("optimal", objective="throughput").schedule(graph, cluster)
+    assert str(error.value) == "optimal: no placement of 'pair' on 'two' keeps the slot rule found within work_limit=10"
+    with pytest.raises(InfeasibleError) as error:
+        get_scheduler("optimal", objective="throughput", time_limit=3.0).schedule(graph, cluster)
+    assert str(error.value).endswith(" found within time_limit=3 s")
+
+
+# ------------------------------------------------------------------ warm starts (real schedulers, tiny graph)
+def chain4():
+    """A -> B -> C -> D, 5 records/s each link, loads 1, on two nodes of capacity 2: the least
+    cut is 5 (A, B | C, D)."""
+    graph = TaskGraph.build("chain4", ("A", "B", "C", "D"), [0, 1, 2, 3], [1.0] * 4, [0, 1, 2], [1, 2, 3], [5.0] * 3)
+    return graph, Cluster.from_types("two", (2, {"capacity": 2.0, "slots": 1}))
+
+
+def test_warm_starts_are_the_other_heuristic_cluster_schedulers_tried_first_in_order():
+    from streamsched.schedulers import scheduler_class
+
+    graph, cluster = chain4()
+    found, report = optimal.heuristic_placements(graph, cluster, 0, 120.0)
+    names = list(report)
+    assert names[:4] == list(optimal.FIRST_WARM_STARTS) and len(set(names)) == len(names) > 4
+    assert "optimal" not in names and "caps" not in names
+    for name in names:
+        kind = scheduler_class(name)
+        assert kind.family == "cluster" and not kind.exact and kind.objective != "contention"
+    costs = [v for v in report.values() if not isinstance(v, str)]
+    assert len(found) == len(costs) >= 4 and all(not str(v).startswith("not run") for v in report.values())
+    for node_of, cost in zip(found, costs):  # each cost is that placement's cut traffic
+        cut = sum(5.0 for a, b in ((0, 1), (1, 2), (2, 3)) if node_of[a] != node_of[b])
+        assert cost == cut and cost >= 5.0
+
+
+def test_warm_starts_without_time_run_none_and_without_fork_run_here(monkeypatch):
+    graph, cluster = chain4()
+    found, report = optimal.heuristic_placements(graph, cluster, 0, 0.0)
+    assert found == [] and set(report.values()) == {"not run (time)"}
+    forked = optimal.heuristic_placements(graph, cluster, 0, 120.0)
+    monkeypatch.setattr(optimal.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    here = optimal.heuristic_placements(graph, cluster, 0, 120.0)
+    assert here[1] == forked[1] and [p.tolist() for p in here[0]] == [p.tolist() for p in forked[0]]
+    none = optimal.heuristic_placements(graph, cluster, 0, 0.0)
+    assert none[0] == [] and set(none[1].values()) == {"not run (time)"}
+
+
+def test_a_failing_warm_start_is_reported_by_its_first_line_or_its_type(monkeypatch):
+    import streamsched.schedulers as registry
+
+    graph, cluster = chain4()
+    errors = iter([ValueError("bad input\nsecond line"), KeyError(), RuntimeError("x" * 300)])
+
+    def broken(name, **_):
+        raise next(errors)
+
+    monkeypatch.setattr(registry, "get_scheduler", broken)
+    assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: bad input")
+    assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: KeyError")
+    assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: " + "x" * 200)
