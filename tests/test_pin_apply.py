@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import socket
+import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -85,7 +86,9 @@ def _answer_writes(server: JsonServer, write) -> None:
         with server.lock:
             status, data = write(self.command, [unquote(p) for p in url.path.split("/") if p], url.query, body,
                                  dict(self.headers))
-        if status is None:  # the connection closed without an answer
+        if status is None:  # the connection closed without an answer (after ``data`` seconds if a number)
+            if isinstance(data, float):
+                time.sleep(data)
             self.close_connection = True
             return
         self.send_response(status)
@@ -290,11 +293,11 @@ class FakeFlink:
                           "accept": headers.get("Accept"), "at": self.clock.now})
         if self.refuse_puts:
             return self.refuse_puts
-        if self.on_put:
-            self.on_put(self)
         requirements = json.loads(body)
         self.upper = {vid: r["parallelism"]["upperBound"] for vid, r in requirements.items()}
         self.lower = {vid: r["parallelism"]["lowerBound"] for vid, r in requirements.items()}
+        if self.on_put:  # what else happens meanwhile
+            self.on_put(self)
         wanted = max(self.upper.values())
         for tm in list(self.taskmanagers):
             while len(self.slots) < wanted and self.free(tm) > 0:
@@ -546,6 +549,12 @@ def test_a_taskmanager_leaving_ends_the_apply_and_the_job_runs_on_the_one_left(r
         if message.startswith(when):
             flink.lose(TM2)
 
+    def pin(fake):  # meanwhile someone pins Source: gen3 at its new bound (lower bound 4)
+        if len(fake.puts) == 1:
+            fake.lower[GEN3] = 4
+
+    flink.on_put = pin
+
     plan = _plan(reading, TARGETS, tmp_path / "plan.json")
     with pytest.raises(flink_apply.TaskManagerLost) as lost:
         flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, log=log)
@@ -558,9 +567,10 @@ def test_a_taskmanager_leaving_ends_the_apply_and_the_job_runs_on_the_one_left(r
     assert not (flink.plans / f"{JOB}.json").exists()
     assert flink.state == "RUNNING" and flink.parallelism == {vid: 2 for vid in P}
     bodies = [p["body"] for p in flink.puts]
-    # rescale 1, then the bounds set back: by restore (TaskManager gone before rescale 2), or by
-    # rescale 2 (restore finds them at the parallelism and sends nothing)
-    assert bodies == [_requirements({**P, GEN3: 4}, {**ONES, GEN: 2}), _requirements(P, {**ONES, GEN: 2})]
+    # rescale 1, then the bounds set back (the lower bound 4 to 3 with them): by restore
+    # (TaskManager gone before rescale 2), or by rescale 2 (restore finds them at the
+    # parallelism and sends nothing)
+    assert bodies == [_requirements({**P, GEN3: 4}, {**ONES, GEN: 2}), _requirements(P, {**ONES, GEN: 2, GEN3: 3})]
     assert flink.statuses[-1]["applied"] is False and flink.statuses[-1]["reason"].startswith("no plan for job")
     assert lines[-1].startswith(f"apply failed (TaskManager {TM2} left the cluster during the apply")
 
@@ -836,11 +846,12 @@ def test_held_slots_count_the_jobs_own_and_the_free_ones(flink):
 def test_held_slots_without_freeslots_counts_none_free(router):
     def answer(parts, query):
         if parts == ["taskmanagers"]:
-            return 200, b'{"taskmanagers": [{"id": "a b"}]}'
-        assert parts == ["taskmanagers", "a b"]
-        return 200, b'{"allocatedSlots": [{"jobId": "j"}, {}]}'
+            return 200, b'{"taskmanagers": [{"id": "a/b c"}]}'
+        if parts == ["taskmanagers", "a/b c"]:  # the id quoted whole, its slash too
+            return 200, b'{"allocatedSlots": [{"jobId": "j"}, {}]}'
+        return 404, b'{"errors": ["Not found"]}'
 
-    assert flink_apply.held_slots(flink_apply.FlinkRest(router.serve(answer)), "j") == ({"a b": 1}, {"a b": 0})
+    assert flink_apply.held_slots(flink_apply.FlinkRest(router.serve(answer)), "j") == ({"a/b c": 1}, {"a/b c": 0})
 
 
 @pytest.mark.parametrize("options, classpath, expected", [
@@ -1099,3 +1110,151 @@ def test_patient_rest_gets_through_the_same_patience(router):
     assert flink_apply.OUTAGE_S == 60.0
     defaults = flink_apply.PatientRest("http://jm:8081")
     assert (defaults.outage_s, defaults.pause_s, defaults.outages, defaults.down_since) == (60.0, 1.0, 0, None)
+
+
+# ------------------------------------------------------------------ the pure steps' edges
+def test_the_threshold_itself_is_enough(reading, flink, after, tmp_path):
+    """A plan predicted exactly at ``min_gain`` is applied (below it is not)."""
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    gain = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=1.0).gain
+    assert gain == pytest.approx(0.082, abs=1e-3)
+    assert flink.puts == []
+    assert not flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=math.nextafter(gain, 1)).applied
+    result = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=gain)
+    assert result.applied and result.min_gain == gain
+
+
+def test_a_placement_of_another_job_or_cluster_is_refused_in_one_line(reading, tmp_path):
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    doc = json.loads(plan.read_text())
+    (tmp_path / "other.json").write_text(json.dumps({**doc, "graph": "another-job"}))
+    with pytest.raises(InputError) as other:
+        flink_apply.read_plan(tmp_path / "other.json", reading, JOB)
+    assert str(other.value) == (f"{tmp_path / 'other.json'}: a placement of graph 'another-job', but job {JOB} is "
+                                f"'streamsched-live' (a plan for another job)")
+    gone = {**doc, "nodes": [doc["nodes"][0], "tm-9"]}
+    (tmp_path / "gone.json").write_text(json.dumps(gone))
+    with pytest.raises(InputError) as missing:
+        flink_apply.read_plan(tmp_path / "gone.json", reading, JOB)
+    assert str(missing.value) == (f"{tmp_path / 'gone.json'}: TaskManager tm-9 is not registered with the JobManager "
+                                  f"at http://127.0.0.1:50313 (gone, or a plan for another cluster); registered: "
+                                  f"{TM1}, {TM2}")
+    # a name listed but used by no task is left to the placement's own check (its message)
+    unused = {**doc, "nodes": [*doc["nodes"], "tm-9"]}
+    (tmp_path / "unused.json").write_text(json.dumps(unused))
+    with pytest.raises(InputError) as listed:
+        flink_apply.read_plan(tmp_path / "unused.json", reading, JOB)
+    assert str(listed.value).startswith(f"{tmp_path / 'unused.json'}.nodes: cluster 'flink-streamsched-live': unknown")
+    without_graph = {k: v for k, v in doc.items() if k != "graph"}
+    (tmp_path / "nograph.json").write_text(json.dumps(without_graph))
+    assert flink_apply.read_plan(tmp_path / "nograph.json", reading, JOB).node_of.tolist() == \
+        flink_apply.read_plan(plan, reading, JOB).node_of.tolist()
+
+
+def test_identical_nodes_differ_in_any_of_slots_cpu_memory_and_links():
+    from streamsched.model import Cluster, Node
+
+    base = Node("a", 2.0, slots=1, cores=2, task_slots=2, net_in=10.0, net_out=10.0)
+    variants = [replace(base, name="b"), replace(base, name="c", slots=2), replace(base, name="d", cores=4),
+                replace(base, name="e", ghz=3.0), replace(base, name="f", net_in=20.0),
+                replace(base, name="g", net_out=20.0), replace(base, name="h", capacity=3.0)]
+    classes = flink_apply.identical_nodes(Cluster("c", (base, *variants), capacity_unit="cores"))
+    assert classes == [[0, 1], [2], [3], [4], [5], [6], [7]]
+
+
+def test_no_remote_bytes_running_is_no_gain_in_remote_bytes(reading):
+    """The running placement all on TM1: nothing crosses TaskManagers, so no plan can gain."""
+    alone = replace(reading, placement=Placement.build(reading.placement.node_of * 0))
+    basis, gain, figures = flink_apply.judge(alone, reading.placement)
+    assert (basis, gain) == ("remote bytes", 0.0)
+    assert figures["running_predicted_remote_bytes_per_s"] == 0.0
+    assert figures["plan_predicted_remote_bytes_per_s"] > 0
+    assert figures["running_predicted_throughput"] is None and figures["plan_bottleneck"] is None
+
+
+def test_a_put_without_an_answer_in_time_is_unreachable(router):
+    url = router.serve(lambda parts, query: (404, b""), lambda *args: (None, 1.0))
+    with pytest.raises(Unreachable) as silent:
+        flink_apply.send(flink_apply.FlinkRest(url, timeout=0.2), "PUT", "/jobs/x", {})
+    assert str(silent.value).startswith(f"{url}: Flink JobManager unreachable (") and "timed out" in str(silent.value)
+
+
+def test_the_cli_applies_with_the_note_first_and_the_result_as_json(reading, flink, after, tmp_path, capsys):
+    """``streamsched apply flink --json``: the note on what a Flink user controls first, the
+    apply's lines after it, then the result (the properties beside the fields)."""
+    from streamsched.cli import main
+
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    code = main(["apply", "flink", "--url", flink.url, "--job-id", JOB, "--placement", str(plan), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    err = " ".join(captured.err.split())  # (the console wraps long lines)
+    assert err.startswith("Flink placement through streamsched: you choose the TaskManager of every subtask (plugin "
+                          "+ adaptive scheduler, applied by two rescales from the last checkpoint, JobID and state "
+                          "kept); Flink still decides which TaskManagers give the job its slots")
+    assert (f"replaces the plugin on restarts. reading job {JOB} (streamsched-live) for 10 s rescale 1/2 (job holds "
+            f"3 slots, plan needs 4)") in err
+    out = json.loads(captured.out)
+    assert out["applied"] is True and len(out["moved"]) == 2 and out["held_slots"] == {TM1: 2, TM2: 2}
+    assert out["before_remote_bytes_per_s"] == reading.report["measured_per_s"]["bytes_in_remote"]
+    assert out["measured_remote_bytes_per_s"] == out["after"]["measured_remote_bytes_per_s"]
+    assert out["predicted_remote_bytes_per_s"] == out["reading"]["plan_predicted_remote_bytes_per_s"]
+    assert out["predicted_remote_bytes_per_s"] < out["reading"]["running_predicted_remote_bytes_per_s"]
+    assert [r["upper_bounds"][GEN3] for r in out["rescales"]] == [4, 3]
+
+
+def test_restore_where_taskmanagers_are_gone_says_where_the_job_runs(flink, clock):
+    """The job ran partly on two TaskManagers that are gone (names of another cluster here) and
+    now runs at its parallelism on TM1 and TM2: its plan is removed, nothing sent, and the
+    message names both and counts the subtasks per TaskManager (18 on TM1, 5 on TM2)."""
+    rest = flink_apply.FlinkRest(flink.url)
+    original = flink_apply.job_view(rest, JOB)
+    original.where[CALC] = ["tm-b", TM1, "tm-a"]
+    (flink.plans / f"{JOB}.json").write_text("{}")
+    assert flink_apply.restore(rest, original, str(flink.plans), 5) == (
+        f"TaskManager tm-a, tm-b is gone, so the job cannot be put back where it ran: it runs again at its "
+        f"parallelism as Flink assigned it ({TM1}: 18 subtasks, {TM2}: 5 subtasks)")
+    assert flink.puts == [] and not (flink.plans / f"{JOB}.json").exists()
+
+
+def test_with_machines_takes_each_taskmanagers_cpu_and_links_from_the_cluster_file(reading):
+    from streamsched.model import Cluster, Node
+
+    given = Cluster("lab", (Node(TM2, 8.0, cores=8, net_in=1e6, net_out=2e6), Node(TM1, 4.0, cores=4, net_in=3e6,
+                                                                                    net_out=4e6),
+                            Node("spare", 1.0)), capacity_unit="cores")
+    nodes = flink_apply.with_machines(reading, given, "lab.yaml").cluster.nodes
+    assert [(n.name, n.capacity, n.cores, n.net_in, n.net_out) for n in nodes] == [
+        (TM1, 4.0, 4, 3e6, 4e6), (TM2, 8.0, 8, 1e6, 2e6)]
+    assert [n.task_slots for n in nodes] == [n.task_slots for n in reading.cluster.nodes]
+    with pytest.raises(InputError) as missing:
+        flink_apply.with_machines(reading, Cluster("x", (Node(TM2, 1.0),)), "lab.yaml")
+    assert str(missing.value) == (f"lab.yaml: no node '{TM1}'; it must describe every TaskManager of the job's "
+                                  f"cluster ({TM1}, {TM2})")
+
+
+def test_slots_needed_per_slot_sharing_group_of_the_live_job(reading, flink, tmp_path):
+    """forwarded: Writer in a slot sharing group of its own: its 2 subtasks on TM1 need 2 slots
+    besides the 2 the default group needs there (4 > 2)."""
+    flink.vertices = [(vid, name, "other" if vid == FWD else group) for vid, name, group in flink.vertices]
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    with pytest.raises(InputError) as broken:
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading)
+    assert str(broken.value) == (f"{plan}: TaskManager {TM1} would need 4 slots (a slot holds one subtask of a "
+                                 f"vertex), it has 2 for this job (slot rule broken)")
+
+
+def test_restore_says_which_subtask_runs_off_the_original_placement_first(flink, clock):
+    """Without the plugin Flink places subtask i of every vertex in the job's i-th slot (TM1, TM1,
+    TM2, TM2): a job that ran Source: gen's subtask 0 on TM2 (and rescaled: Writer's 1 and 2 on
+    TM2, TM1) is put back to its parallelism by two rescales, with 3 subtasks off, the first of
+    them named."""
+    flink.plugin = False
+    rest = flink_apply.FlinkRest(flink.url)
+    original = flink_apply.job_view(rest, JOB)
+    original.where[GEN] = [TM2, TM1]
+    flink.slots.append(TM2)  # the job holds TM2's free slot too (no free slot: Source: gen 2 -> 1 and back)
+    assert flink_apply.restore(rest, original, str(flink.plans), 5) == (
+        f"the job was put back to its parallelism, but 3 subtasks run off its original placement (e.g. "
+        f"Source: gen[1][0] on {TM1})")
+    assert [p["body"]["bc764cd8ddf7a0cff126f51c16239658"]["parallelism"]["upperBound"] for p in flink.puts] == [1, 2]
