@@ -54,7 +54,7 @@ from streamsched.engines.flink import local, netlab
 from streamsched.engines.flink.documents import Capture
 from streamsched.engines.flink.estimate import read_capture
 from streamsched.engines.flink.latency import sink_latency
-from streamsched.engines.flink.rest import FlinkRest, fetch_interval, take_snapshot, taskmanager_cpu_seconds
+from streamsched.engines.flink.rest import FlinkRest, fetch_interval, take_snapshot
 from streamsched.model import Placement
 from streamsched.model.throughput import predict_throughput
 from streamsched.schedulers import get_scheduler
@@ -102,15 +102,16 @@ def log(message: str) -> None:
 
 
 # ------------------------------------------------------------------------------ measuring
-def window(rest: FlinkRest, job_id: str, lab: netlab.Lab, seconds: float) -> tuple[dict, object]:
+def window(rest: FlinkRest, job_id: str, lab: netlab.Lab, pids: dict[str, int],
+           seconds: float) -> tuple[dict, object]:
     """One window: two REST snapshots ``seconds`` apart, the lab's link counters and the
-    TaskManagers' CPU time over the same span, the sink's latency at its end."""
+    TaskManagers' CPU time (:func:`local.taskmanager_cpu_seconds`) over the same span, the sink's latency at its end."""
     interval = fetch_interval(rest)
-    links0, cpu0, c0 = netlab.link_bytes(lab), taskmanager_cpu_seconds(rest), time.monotonic()
+    links0, cpu0, c0 = netlab.link_bytes(lab), local.taskmanager_cpu_seconds(pids), time.monotonic()
     first = take_snapshot(rest, job_id, interval)
     time.sleep(max(0.0, first.time + max(seconds, interval) - time.time()))
     last = take_snapshot(rest, job_id, interval)
-    links1, cpu1, c1 = netlab.link_bytes(lab), taskmanager_cpu_seconds(rest), time.monotonic()
+    links1, cpu1, c1 = netlab.link_bytes(lab), local.taskmanager_cpu_seconds(pids), time.monotonic()
     reading = read_capture(Capture(job_id, (first, last), rest.url, rest.url))
     dt = last.time - first.time
     report = reading.report
@@ -126,11 +127,12 @@ def window(rest: FlinkRest, job_id: str, lab: netlab.Lab, seconds: float) -> tup
     return row, reading
 
 
-def measure(rest: FlinkRest, job_id: str, lab: netlab.Lab, windows: int, seconds: float, warmup: float) -> dict:
+def measure(rest: FlinkRest, job_id: str, lab: netlab.Lab, pids: dict[str, int], windows: int, seconds: float,
+            warmup: float) -> dict:
     time.sleep(warmup)
     rows, reading = [], None
     for k in range(windows):
-        row, reading = window(rest, job_id, lab, seconds)
+        row, reading = window(rest, job_id, lab, pids, seconds)
         rows.append(row)
         log(f"    window {k + 1}/{windows}: {row['source_records_per_s']:,.0f} records/s, remote "
             f"{row['remote_bytes_per_s'] / 1e6:.2f} MB/s, latency p50 {row['latency_p50_ms']:.0f} ms "
@@ -289,7 +291,7 @@ def run_cell(cell: Cell, base: Path, args) -> dict:
                 cancel(rest, job_id)
             job_id = submit(cluster, cell)
             log(f"  flink-default #{k + 1}: job {job_id}")
-            entry = measure(rest, job_id, lab, args.windows, args.window, args.warmup)
+            entry = measure(rest, job_id, lab, cluster.pids, args.windows, args.window, args.warmup)
             reading = entry.pop("_reading")
             out["placements"].setdefault("flink-default", []).append(entry)
         work = directory / "plans-made"
@@ -311,7 +313,7 @@ def run_cell(cell: Cell, base: Path, args) -> dict:
                 log(f"  {name}: apply failed: {str(exc).splitlines()[0]}")
                 out["placements"][name] = [{"error": str(exc).splitlines()[0], "how": how}]
                 continue
-            entry = measure(rest, job_id, lab, args.windows, args.window, args.settle)
+            entry = measure(rest, job_id, lab, cluster.pids, args.windows, args.window, args.settle)
             entry.pop("_reading")
             entry.update(how=how, apply=applied)
             out["placements"][name] = [entry]
@@ -328,7 +330,8 @@ def tasks_mode(cell: Cell, directory: Path, args, extra: dict) -> dict:
                           network=cell.options(), extra={**extra, "taskmanager.load-balance.mode": "TASKS"})
     try:
         job_id = submit(cluster, cell)
-        entry = measure(FlinkRest(cluster.url), job_id, netlab.load(directory), args.windows, args.window, args.warmup)
+        entry = measure(FlinkRest(cluster.url), job_id, netlab.load(directory), cluster.pids, args.windows, args.window,
+                        args.warmup)
         entry.pop("_reading")
         return entry
     finally:

@@ -16,7 +16,7 @@ from conftest import lab_missing
 from streamsched.engines.flink import apply as flink_apply
 from streamsched.engines.flink import local
 from streamsched.engines.flink.estimate import read_capture
-from streamsched.engines.flink.rest import FlinkRest, capture_live, taskmanager_cpu_seconds
+from streamsched.engines.flink.rest import FlinkRest, capture_live
 from streamsched.evaluation import flink_fit
 from streamsched.evaluation.comparison import resolve_names
 from streamsched.job import compare
@@ -28,14 +28,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(lab_missing() is not None, re
 NOISE = 0.08
 
 
-def throughput(rest: FlinkRest, job_id: str, windows: int = 3) -> tuple[float, object, dict[str, float]]:
+def throughput(rest: FlinkRest, job_id: str, pids: dict[str, int], windows: int = 3) -> tuple[float, object, dict[str, float]]:
     """Median source records/s over ``windows`` readings of 8 s; the last reading and the
     TaskManagers' CPU cores over it."""
     rates, reading, cores = [], None, {}
     for _ in range(windows):
-        before, t0 = taskmanager_cpu_seconds(rest), time.monotonic()
+        before, t0 = local.taskmanager_cpu_seconds(pids), time.monotonic()
         reading = read_capture(capture_live(rest.url, job_id, window_s=8))
-        after, seconds = taskmanager_cpu_seconds(rest), time.monotonic() - t0
+        after, seconds = local.taskmanager_cpu_seconds(pids), time.monotonic() - t0
         cores = {tm: (after[tm] - before.get(tm, math.nan)) / seconds for tm in after}
         rates.append(flink_apply.measured_source_rate(reading))
     return float(np.median(rates)), reading, cores
@@ -48,7 +48,7 @@ def test_the_recommended_plan_runs_at_least_as_fast_as_flinks_default(flink_lab,
     try:
         local.wait_flowing(flink_lab.url, job_id)
         time.sleep(20)
-        default, reading, cores = throughput(rest, job_id)
+        default, reading, cores = throughput(rest, job_id, flink_lab.pids)
         names = [n.name for n in reading.cluster.nodes]
         taskmanagers = [names[k] for k in reading.placement.node_of]
         graph = flink_fit.cpu_loads(reading.graph, taskmanagers, cores)
@@ -62,7 +62,7 @@ def test_the_recommended_plan_runs_at_least_as_fast_as_flinks_default(flink_lab,
         plan.write(path, reading.graph, reading.cluster)
         flink_apply.apply(flink_lab.url, path, job_id=job_id, before=reading, min_gain=-math.inf, machines=machines,
                           settle_s=15, window_s=3)
-        recommended, _, _ = throughput(rest, job_id)
+        recommended, _, _ = throughput(rest, job_id, flink_lab.pids)
         assert recommended >= default * (1 - NOISE), (recommended, default, best.row["scheduler"])
     finally:
         urllib.request.urlopen(urllib.request.Request(f"{flink_lab.url}/jobs/{job_id}?mode=cancel", method="PATCH"),

@@ -266,18 +266,3 @@ def read(url: str | None = None, job_id: str | None = None, directory: str | Pat
         capture = capture_live(url, job_id, window_s, timeout, save_dir=save_dir, http_timeout=http_timeout)
     with arithmetic(f"{capture.where}: job {capture.job_id}"):  # numbers in range that combine out of it
         return read_capture(capture, node_by=node_by)
-
-
-def taskmanager_cpu_seconds(rest: FlinkRest) -> dict[str, float]:
-    """Per TaskManager: its JVM's CPU time so far, seconds (Flink's ``Status.JVM.CPU.Time``, ns;
-    nan where it gives none). Two calls a window apart give each TaskManager's cores used."""
-    out = {}
-    for tm in _get(rest.get("/taskmanagers"), "taskmanagers", f"{rest.url}/taskmanagers", list):
-        values = rest.get(f"/taskmanagers/{quote(str(tm['id']), safe='')}/metrics?get=Status.JVM.CPU.Time")
-        found = [v.get("value") for v in values if isinstance(v, dict) and v.get("id") == "Status.JVM.CPU.Time"] \
-            if isinstance(values, list) else []
-        try:
-            out[str(tm["id"])] = float(found[0]) / 1e9 if found else math.nan
-        except (TypeError, ValueError):
-            out[str(tm["id"])] = math.nan
-    return out
