@@ -390,3 +390,61 @@ def test_loads_that_fill_a_capacity_exactly_are_admitted_and_no_more():
     cluster = Cluster.from_types("three", (3, {"capacity": 0.4, "slots": 3}))
     placement = get_scheduler("optimal", objective="contention").schedule(graph, cluster)
     assert placement.violations(graph, cluster) == [] and sorted(placement.node_of[:3]) == [0, 1, 2]
+
+
+def goal_value(prof, limits, counts, goal) -> float:
+    """A goal's integer objective at the plan ``counts`` (the only one the model then admits),
+    divided by the goal's scale: what the solver reports as that plan's bound."""
+    model = solver._Model(prof, np.asarray(limits), np.asarray(limits, dtype=float), np.ones(prof.n_operators))
+    for row, values in zip(model.n, counts.tolist()):
+        for var, value in zip(row, values):
+            model.model.add(var == value)
+    expr, scale = goal(model)
+    model.model.minimize(expr)
+    cp = cp_model.CpSolver()
+    assert cp.solve(model.model) == cp_model.OPTIMAL
+    return cp.objective_value / scale
+
+
+def test_every_goal_divided_by_its_scale_is_the_plans_true_value_rounded_down():
+    """The exactness of the module docstring: for any plan, each objective divided back is at
+    most the plan's true value (so the solver's bound bounds the optimum) and loses at most the
+    rounding: 1e-9 relative for a bottleneck and the total, ``sum(w) / 2^12`` per dimension for
+    the weighted sum (weights of 0 count nothing; spans below 1 count as spans)."""
+    prof = profile([2, 2, 2], [[3.3, 1.7, 4.1], [5.2, 9.9, 2.6], [6.1, 0.4, 0.0]], ["FORWARD", "HASH", ""],
+                   [[1], [2], []])
+    limits = np.array([3, 4, 5])  # no twin nodes: every plan is admitted
+    plans, costs = every_plan(prof, limits)
+    rng = np.random.default_rng(5)
+    for i in rng.choice(len(plans), size=4, replace=False):
+        tops, total = costs[i].max(axis=0), costs[i][:, 2].sum()
+        for x, dim in enumerate(DIMS):
+            got = goal_value(prof, limits, plans[i], lambda m, dim=dim: m.bottleneck_goal(dim))
+            assert tops[x] * (1 - 1e-9) - 1e-12 <= got <= tops[x] * (1 + 1e-15)
+        got = goal_value(prof, limits, plans[i], lambda m: m.total_goal())
+        assert total * (1 - 1e-9) - 1e-12 <= got <= total * (1 + 1e-15)
+        for weights, spans in (((1.0, 0.0, 2.0), (0.5, 2.0, 0.75)), ((0.5, 3.0, 1.0), (20.0, 0.3, 4.0))):
+            true = weighted_value(tops, weights, spans)
+            got = goal_value(prof, limits, plans[i], lambda m: m.weighted_goal(weights, spans))
+            assert true - 3 * sum(weights) / 2**12 <= got <= true * (1 + 1e-15)
+
+
+def test_by_default_one_worker_and_seed_0_and_no_limit(recording):
+    prof, limits = small()
+    solve(prof, limits)
+    assert [(c["workers"], c["seed"], c["work"], c["time"]) for c in recording.seen] == [(1, 0, math.inf, math.inf)] * 3
+
+
+def test_a_work_limit_spent_by_the_first_stage_leaves_the_others_not_run(recording):
+    """CP-SAT's work is deterministic: the first stage's proof costs the same work again, so a
+    limit above 0.001 and at least 0.0005 above it lets that stage finish and leaves at most
+    0.001 for the next ones."""
+    prof, limits = small()
+    solve(prof, limits, work_limit=5.0)
+    first = recording.seen[0]["spent"]
+    assert first > 0
+    recording.seen = []
+    out = solve(prof, limits, work_limit=max(0.001 + first / 2, first + 0.0005))
+    assert [s["status"] for s in out.stages] == ["optimal", "not run (limit)", "not run (limit)"]
+    assert out.status == "feasible" and out.counts is not None and len(recording.seen) == 1
+    assert out.gap == out.stages[0]["gap"] <= 1e-9 and set(out.bound) == {"compute"}
