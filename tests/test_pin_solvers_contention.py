@@ -272,10 +272,16 @@ def test_identical_task_limits_with_other_capacities_are_not_treated_as_twins():
 
 class _Recording(cp_model.CpSolver):
     """CP-SAT as it is, recording its parameters at each solve (and reporting ``status`` instead
-    of its own where one is given)."""
+    of its own, and ``bound`` x its objective as its bound, for the solves given)."""
 
     seen: list = []
     status: dict = {}
+    bound: dict = {}
+
+    @property
+    def best_objective_bound(self):
+        share = _Recording.bound.get(len(_Recording.seen))
+        return super().best_objective_bound if share is None else share * self.objective_value
 
     def solve(self, model, callback=None):
         real = super().solve(model, callback)
@@ -288,7 +294,7 @@ class _Recording(cp_model.CpSolver):
 
 @pytest.fixture
 def recording(monkeypatch):
-    _Recording.seen, _Recording.status = [], {}
+    _Recording.seen, _Recording.status, _Recording.bound = [], {}, {}
     monkeypatch.setattr(solver.cp_model, "CpSolver", _Recording)
     return _Recording
 
@@ -356,6 +362,19 @@ def test_a_stage_stopped_with_a_plan_makes_the_result_feasible(recording):
     recording.seen, recording.status = [], {1: cp_model.FEASIBLE}
     out = solve(prof, limits, objective="traffic")
     assert out.status == "feasible" and out.bound == {"traffic": out.stages[0]["bound"]}
+
+
+def test_a_stage_stopped_with_a_gap_reports_the_bound_it_proved(recording):
+    """CP-SAT stopped at a bound of half its plan's (scaled) objective: the stage's bound is half
+    the plan's true value (up to the scaling) and its gap one half, the result's gap the first
+    stage's."""
+    prof, limits = small()
+    recording.status, recording.bound = {1: cp_model.FEASIBLE}, {1: 0.5}
+    out = solve(prof, limits)
+    first = out.stages[0]
+    assert first["status"] == "feasible" and out.status == "feasible"
+    assert first["bound"] == pytest.approx(out.cost["compute"] / 2, rel=1e-9) == out.bound["compute"]
+    assert first["gap"] == pytest.approx(0.5, rel=1e-9) and out.gap == first["gap"]
 
 
 def test_within_ceiling_is_the_ceiling_up_to_its_relative_tolerance():
