@@ -153,6 +153,7 @@ def test_throughput_gets_the_work_limit_by_default_and_the_slot_and_memory_rules
     assert got[0]["max_items"] is None and got[0]["memory"] is None and got[0]["current"] is None
     assert got[1]["time_limit"] == 4.0 and got[1]["work_limit"] is None
     assert got[1]["max_items"].tolist() == [3, 2] and got[1]["node_memory"].tolist() == [1000.0, 500.0]
+    assert got[1]["memory"].tolist() == [100.0, 200.0] and got[0]["node_memory"] is None
 
 
 def test_the_solvers_answer_becomes_the_placements_metadata(recorded, monkeypatch):
@@ -207,7 +208,7 @@ def test_schedule_with_passes_pins_and_exclusions_and_then_runs_no_warm_starts(r
     assert recorded["warm"] == [] and recorded["solve"][-1]["pinned"] == {0: 1}
     meta = placement.metadata
     assert meta["scheduler"] == "optimal" and meta["seed"] == 5 and meta["params"] == scheduler.resolved_params()
-    assert meta["cost"] == 0.0 and meta["wall_time_s"] >= 0 and meta["status"] == "optimal"  # both on node b
+    assert meta["cost"] == 0.0 and 0 <= meta["wall_time_s"] < 60 and meta["status"] == "optimal"  # both on node b
     scheduler.schedule_with(graph, cluster, excluded=[(0, 0)])
     assert recorded["warm"] == [] and recorded["solve"][-1]["excluded"] == [(0, 0)]
     scheduler.schedule_with(graph, cluster, seed=8, pinned={})
@@ -352,6 +353,7 @@ def test_warm_starts_are_the_other_heuristic_cluster_schedulers_tried_first_in_o
     for name in names:
         kind = scheduler_class(name)
         assert kind.family == "cluster" and not kind.exact and kind.objective != "contention"
+        assert not kind.needs_edge_nodes
     costs = [v for v in report.values() if not isinstance(v, str)]
     assert len(found) == len(costs) >= 4 and all(not str(v).startswith("not run") for v in report.values())
     for node_of, cost in zip(found, costs):  # each cost is that placement's cut traffic
@@ -384,3 +386,39 @@ def test_a_failing_warm_start_is_reported_by_its_first_line_or_its_type(monkeypa
     assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: bad input")
     assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: KeyError")
     assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: " + "x" * 200)
+
+
+def test_schedule_with_repairs_a_plan_that_breaks_the_co_location_rule(recorded):
+    """Both tasks of one operator on a node of one Flink task slot: ``schedule_with`` repairs
+    (it is not strict) and says so."""
+    graph = TaskGraph.build("dup", ("A",), [0, 0], [1.0, 1.0], [], [], [])
+    cluster = Cluster("two", (Node("a", 4.0, slots=1, task_slots=2), Node("b", 4.0, slots=1, task_slots=1)))
+    placement = get_scheduler("optimal").schedule_with(graph, cluster, excluded=[])
+    assert placement.metadata["repaired"] is True and sorted(placement.node_of.tolist()) == [0, 1]
+
+
+def _one_then_exit(names, graph, cluster, seed, sender):
+    sender.send(("even", np.array([0, 0, 1, 1])))
+    sender.close()  # the child ends without its end-of-list marker
+
+
+def _one_then_hang(names, graph, cluster, seed, sender):
+    sender.send(("even", np.array([0, 0, 1, 1])))
+    import time
+
+    time.sleep(60)
+
+
+@pytest.mark.parametrize("child, seconds", [(_one_then_exit, 120.0), (_one_then_hang, 1.0)])
+def test_warm_starts_end_when_the_child_ends_or_its_time_is_up(monkeypatch, child, seconds):
+    """A child that ends without its marker (the pipe closes) or runs past the window (it is
+    killed): what it sent is kept, and the call returns at once or at the window."""
+    import time
+
+    monkeypatch.setattr(optimal, "_run_all", child)
+    graph, cluster = chain4()
+    started = time.perf_counter()
+    found, report = optimal.heuristic_placements(graph, cluster, 0, seconds)
+    assert time.perf_counter() - started < 20
+    assert [p.tolist() for p in found] == [[0, 0, 1, 1]] and report["even"] == 5.0
+    assert report["i-scheduler"] == "not run (time)"
