@@ -1258,3 +1258,67 @@ def test_restore_says_which_subtask_runs_off_the_original_placement_first(flink,
         f"the job was put back to its parallelism, but 3 subtasks run off its original placement (e.g. "
         f"Source: gen[1][0] on {TM1})")
     assert [p["body"]["bc764cd8ddf7a0cff126f51c16239658"]["parallelism"]["upperBound"] for p in flink.puts] == [1, 2]
+
+
+def _remote_bytes(reading, node_of) -> float:
+    """Bytes/s between TaskManagers, edge by edge (independent of streamsched.metrics)."""
+    g = reading.graph
+    return sum(float(b) for s, d, b in zip(g.src, g.dst, g.bytes_rate) if node_of[s] != node_of[d])
+
+
+def test_judge_gives_every_figure_of_the_one_reading(reading, tmp_path):
+    plan = flink_apply.read_plan(_plan(reading, TARGETS, tmp_path / "plan.json"), reading, JOB)
+    basis, gain, figures = flink_apply.judge(reading, plan)
+    running, planned = _remote_bytes(reading, reading.placement.node_of), _remote_bytes(reading, plan.node_of)
+    sources = sum(v["records_out_per_s"] for v in reading.report["vertices"] if not v["inputs"])
+    assert basis == "remote bytes" and gain == pytest.approx((running - planned) / running)
+    assert figures == {
+        "job_id": JOB, "window_s": pytest.approx(9.8, abs=0.01), "rates_from": "counters",
+        "measured_throughput": pytest.approx(sources), "exchanged_records_per_s": pytest.approx(9695.517, abs=1e-3),
+        "measured_remote_bytes_per_s": reading.report["measured_per_s"]["bytes_in_remote"],
+        "running_predicted_remote_bytes_per_s": pytest.approx(running),
+        "plan_predicted_remote_bytes_per_s": pytest.approx(planned),
+        "running_predicted_throughput": None, "plan_predicted_throughput": None,
+        "running_bottleneck": None, "plan_bottleneck": None}
+    assert flink_apply.measured_source_rate(reading) == pytest.approx(sources) and sources > 4000
+    # with link capacities: in predicted throughput, both bottlenecks named
+    from streamsched.model import Cluster
+
+    machines = Cluster("lab", tuple(replace(n, capacity=64.0, cores=64, net_in=1e5, net_out=1e5)
+                                    for n in reading.cluster.nodes), capacity_unit="cores")
+    basis, gain, figures = flink_apply.judge(flink_apply.with_machines(reading, machines, "lab"), plan)
+    assert basis == "throughput"
+    assert gain == pytest.approx(figures["plan_predicted_throughput"] / figures["running_predicted_throughput"] - 1)
+    assert figures["running_bottleneck"].startswith("link ") and figures["plan_bottleneck"].startswith("link ")
+    assert figures["running_predicted_remote_bytes_per_s"] == pytest.approx(running)
+
+
+def test_held_slots_of_a_cluster_without_taskmanagers_or_slots(router):
+    answers = {("taskmanagers",): b"{}"}
+    rest = flink_apply.FlinkRest(router.serve(lambda parts, query: (200, answers[tuple(parts)])))
+    assert flink_apply.held_slots(rest, "j") == ({}, {})
+    answers[("taskmanagers",)] = b'{"taskmanagers": [{"id": "t", "freeSlots": 2}]}'
+    answers[("taskmanagers", "t")] = b'{"id": "t"}'  # no slot allocated
+    assert flink_apply.held_slots(rest, "j") == ({"t": 0}, {"t": 2})
+
+
+def test_slots_needed_puts_vertices_without_a_group_in_the_default_group():
+    plan = {"a": ["x", "x"], "b": ["x"], "c": ["y"]}
+    assert flink_apply.slots_needed(plan, {"a": ""}) == {"x": 2, "y": 1}  # b and c: default group, with a
+    assert flink_apply.slots_needed(plan, {"a": "", "b": "g"}) == {"x": 3, "y": 1}
+
+
+def test_the_first_rescale_for_taskmanagers_the_job_knows_nothing_of():
+    # the plan names "c", where the job holds nothing and the cluster lists nothing free
+    with pytest.raises(flink_apply.ApplyError) as short:
+        flink_apply.slots_to_hold({"v": 2}, {"a": 2}, {"a": 0}, {"a": 1, "c": 1}, ["v"])
+    assert str(short.value) == "the plan needs 1 slots on TaskManager c; the job holds 0 there and 0 are free"
+    # "c" free but not the job's: every slot (2 + 1)
+    assert flink_apply.slots_to_hold({"v": 2}, {"a": 2}, {"c": 1}, {"a": 1, "c": 1}, ["v"]) == {"v": 3}
+    # all vertices at 2, no free slot: one less; a vertex at 1 is never lowered to 0
+    assert flink_apply.slots_to_hold({"u": 2, "v": 2}, {"t": 2}, {"t": 0}, {"t": 2}, ["u", "v"]) == {"u": 1}
+    assert flink_apply.slots_to_hold({"u": 1, "v": 3}, {"t": 3}, {"t": 0}, {"t": 3}, ["u", "v"]) == {"v": 2}
+    with pytest.raises(flink_apply.ApplyError) as stuck:
+        flink_apply.slots_to_hold({"u": 1, "v": 1}, {"t": 1}, {"t": 0}, {"t": 1}, ["u", "v"])
+    assert str(stuck.value) == ("every vertex has parallelism 1 and the cluster no free slot; no rescale can make "
+                                "Flink re-plan the job")
