@@ -65,11 +65,13 @@ P0 = {"Source": ["tm-1", "tm-1"], "Calc": ["tm-1", "tm-1", "tm-2"], "GroupAggreg
 #: The shift scenario's start: aggregate subtask 0 (hot after the shift) on tm-2, 2 (hot before) on tm-1.
 P0_SHIFT = {"Source": ["tm-1", "tm-1"], "Calc": ["tm-1", "tm-1", "tm-2"], "GroupAggregate": ["tm-2", "tm-1", "tm-1"]}
 #: Seconds from the shifting job's submission until it flows at P0_SHIFT (the client JVM, the
-#: first records, the placement's two rescales), with time to settle; the first shift comes this
-#: long plus a run's lead (``lead``) after the submission.
-SETUP_S = 110.0
-#: Seconds from a watch's start to its first reading (Spark's session, the collector's baseline).
-STARTUP_S = 40.0
+#: first records, the placement's two rescales: 57 s here), with time to settle; the first shift
+#: comes this long plus a run's lead (``lead``) after the submission.
+SETUP_S = 80.0
+#: Seconds from a watch's start until its first window's decision is due, less one window (here:
+#: its first reading 49 s after the start, its first decision 43 s after that window's end, then
+#: 13-15 s after each).
+STARTUP_S = 65.0
 
 
 def start_lab(base: Path) -> local.LocalFlink:
@@ -194,18 +196,22 @@ def run_loop(cluster: local.LocalFlink, job: str, out: Path, window: float, befo
 
 
 def per_window(run: dict) -> list[dict]:
-    """The run's windows relative to the change, by the interval their readings cover: index k
-    for a reading ending between (k - 1) and k windows after the change (so index 1 is the first
-    reading that ends after it, and readings with index >= 2 saw the change all through),
-    measured source records/s, remote bytes/s, decision."""
+    """The run's windows relative to the change, in the order of the intervals their readings
+    cover: index 1 for the first reading that ends after the change, 2 for the next (readings with
+    index >= 2 saw the change all through), 0, -1, ... for those before it; measured source
+    records/s, remote bytes/s, decision, the hot aggregate subtask, an apply's start and end."""
     out = []
     for row in run["rows"]:
-        width = row["window"]["seconds"]
         covers = row["measured"].get("covers") or [row["window"]["start"], row["window"]["end"]]
-        index = math.ceil((covers[1] - run["changed"]) / width) if run["changed"] else None
-        out.append({"index": index, "end": row["window"]["end"], "covers": covers,
+        out.append({"index": None, "end": row["window"]["end"], "covers": covers,
                     "throughput": row["measured"]["throughput"], "remote": row["measured"]["remote_bytes_per_s"],
-                    "decision": row.get("decision"), "hot": hot_subtask(row.get("snapshot"))})
+                    "decision": row.get("decision"), "hot": hot_subtask(row.get("snapshot")),
+                    "apply_times": row.get("apply_times")})
+    if run["changed"]:
+        ordered = sorted(out, key=lambda w: w["covers"][1])
+        first = next((k for k, w in enumerate(ordered) if w["covers"][1] > run["changed"]), len(ordered))
+        for k, window in enumerate(ordered):
+            window["index"] = k - first + 1
     return out
 
 
@@ -325,6 +331,18 @@ def print_tables(result: dict) -> None:
         late = mean(w["throughput"] for w in table if w["index"] is not None and w["index"] >= 5)
         print(f"{name}: mean records/s of the readings before the change {before or 0:,.0f}; from reading 5 on "
               f"{late or 0:,.0f}; decisions {run['summary']['decisions']}")
+        applied = [w["apply_times"] for w in table if w.get("decision") == "apply" and w.get("apply_times")]
+        if applied:  # the moved job: the readings that began after its (first) apply ended
+            moved = [w["throughput"] for w in table if w["throughput"] is not None and w["covers"][0] >= applied[0][1]]
+            print(f"{name}: the apply took {applied[0][1] - applied[0][0]:.1f} s; mean records/s of the "
+                  f"{len(moved)} readings after it {mean(moved) or 0:,.0f}")
+        elif run.get("changed"):  # the unchanged placement: from a window after the change (until it changed back)
+            until = (run.get("times") or [None, math.inf])[1]
+            width = result["window_s"]
+            kept = [w["throughput"] for w in table if w["throughput"] is not None
+                    and w["covers"][0] >= run["changed"] + width and w["covers"][1] <= until]
+            print(f"{name}: mean records/s of the {len(kept)} readings from a window after the change "
+                  f"{mean(kept) or 0:,.0f}")
 
 
 if __name__ == "__main__":

@@ -141,7 +141,6 @@ def test_the_loop_follows_a_shifted_hot_key_and_leaves_an_unchanged_job_alone(la
         aggregate = sorted(m["task"] for m in moved if m["operator"].startswith("GroupAggregate"))
         assert {"task": min(aggregate), "from": light, "to": heavy} in \
             [{k: m[k] for k in ("task", "from", "to")} for m in moved], moved
-        assert len(moved) == 2, moved  # two aggregate subtasks change places: the fewest moves
     assert runs["without"]["summary"]["decisions"].get("apply", 0) == 0
     # measured side by side: the moved job after its apply against the unchanged placement under
     # the same shift (the dry run's readings from a window after the shift until it shifted back)
