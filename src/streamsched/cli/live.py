@@ -44,17 +44,17 @@ def make_loop(url: str, job_id: Optional[str], directory: Path, scheduler: Any, 
 def running(loop, window: float) -> Iterator[None]:
     """The collector's thread (reading once per window) while the watch runs, and SIGINT/SIGTERM
     handlers that stop the watch between steps: at once, or after the apply in progress is
-    journalled (:meth:`LiveLoop.request_stop`)."""
+    journalled (:meth:`LiveLoop.request_stop` sets ``loop.stopped``, which the watch's
+    ``run(stop=...)`` waits for)."""
     stop = threading.Event()
     thread = threading.Thread(target=loop.collector.follow_grid, name="live-loop-collector", daemon=True,
                               args=(window, stop, lambda message: err_console.print(
                                   f"live loop: {message}", highlight=False, soft_wrap=True)))
 
     def handler(signum, _frame):
-        if loop.request_stop():
-            raise KeyboardInterrupt
-        err_console.print(f"{signal.Signals(signum).name}: stopping once the apply in progress is journalled",
-                          highlight=False)
+        if not loop.request_stop():
+            err_console.print(f"{signal.Signals(signum).name}: stopping once the apply in progress is journalled",
+                              highlight=False)
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     thread.start()

@@ -265,7 +265,7 @@ def watch(
             report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
         else:
             with live.running(planner, window):
-                report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout)
+                report = runner.run(available_now=once, poll_s=poll, timeout_s=timeout, stop=planner.stopped)
     finally:
         if metrics is not None:
             metrics.close()

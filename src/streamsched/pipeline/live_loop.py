@@ -37,15 +37,15 @@ reading's deadline); the windows without a reading get ``no-data`` lines. An app
 same running placement with the same plan until the cluster file changes; a plan naming a
 TaskManager that is no longer registered (one that died) is not applied.
 
-Stopping: :meth:`LiveLoop.request_stop` (the CLI's SIGINT/SIGTERM handler) returns True when
-the loop may stop now; during an apply it returns False, the apply finishes and is journalled,
-and then the main thread is interrupted (``_thread.interrupt_main``). No apply starts once a stop
-was requested.
+Stopping: :meth:`LiveLoop.request_stop` (the CLI's SIGINT/SIGTERM handler) sets
+:attr:`LiveLoop.stopped` (the watch ends within a poll) and returns True when the loop may stop
+now; during an apply it returns False, the apply finishes and is journalled, and then
+``stopped`` is set. No apply starts once a stop was requested. (No exception is raised into the
+watch's thread: it waits in a py4j call to Spark, which would log the interrupt with a traceback.)
 """
 
 from __future__ import annotations
 
-import _thread
 import json
 import math
 import threading
@@ -211,6 +211,7 @@ class LiveLoop:
         self.failed: dict[tuple, str] = {}
         self.busy = False
         self.stopping = False
+        self.stopped = threading.Event()  # the watch ends: a stop was asked and no apply is in progress
         self._lock = threading.Lock()
         self.journaled = {row["window"]["end"] for row in read_journal(self.journal) if "window" in row} \
             if self.journal.exists() else set()
@@ -222,6 +223,8 @@ class LiveLoop:
         apply (it stops once the apply is journalled)."""
         with self._lock:
             self.stopping = True
+            if not self.busy:
+                self.stopped.set()
             return not self.busy
 
     # ------------------------------------------------------------------ the watch's calls
@@ -264,7 +267,7 @@ class LiveLoop:
                 stop_now, self.busy = self.busy and self.stopping, False
         if stop_now:
             self.log("stopping after the apply (journalled)")
-            _thread.interrupt_main()
+            self.stopped.set()
         return decision
 
     # ------------------------------------------------------------------ steps

@@ -406,12 +406,14 @@ class Watch:
         self.queries = [query]
         return self.queries
 
-    def run(self, available_now: bool = False, poll_s: float = 5.0, timeout_s: float | None = None) -> dict[str, Any]:
-        """Run until the files are processed (``available_now``), ``timeout_s`` or Ctrl-C."""
+    def run(self, available_now: bool = False, poll_s: float = 5.0, timeout_s: float | None = None,
+            stop: threading.Event | None = None) -> dict[str, Any]:
+        """Run until the files are processed (``available_now``), ``timeout_s``, ``stop`` is set
+        (seen within ``poll_s``: the live loop's stop between steps) or Ctrl-C."""
         queries = self.start(available_now, poll_s)
         started = time.monotonic()
         try:
-            while any(q.isActive for q in queries):
+            while any(q.isActive for q in queries) and not (stop is not None and stop.is_set()):
                 for q in queries:
                     q.awaitTermination(poll_s)
                 self.check_cluster()
