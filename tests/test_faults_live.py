@@ -12,6 +12,10 @@ repeated applies (issue 36, items 4 and 5). Slow tier; one cluster at a time.
   takes the place of its own in the plugin's directory (another controller); the plugin honours
   that one, the REST check finds the subtasks off plan, apply says so in one line and the job is
   put back where it ran.
+- **SIGTERM during the loop's apply** (``flink_cluster``): ``watch --apply-flink`` is signalled as
+  soon as it says it is applying; the apply ends, its journal line is written, then the watch
+  stops (windows its batch still held journalled, none applied), one line for each, exit 0, no
+  traceback, the job running where the plan says.
 - **Plugin missing** (a cluster of its own started without the plugin): ``apply flink`` exits 4
   with one line and the job is untouched (same attempts, same TaskManagers, no plan written).
 - **TaskManager killed during an apply** (a cluster of its own, 3 TaskManagers, heartbeats every
@@ -28,6 +32,8 @@ import math
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -36,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from streamsched.cli import main
 from streamsched.engines import flink
@@ -258,6 +265,63 @@ def test_a_plan_flink_does_not_honour_is_reported_in_one_line_and_the_job_put_ba
     status = json.loads((flink_cluster.plans / f"{job_id}.status.json").read_text())
     assert status["applied"] is True  # the plugin honoured a plan: not the one apply wrote
     assert _state(url, job_id) == "RUNNING" and _where(url, job_id) == original.where
+
+
+def test_sigterm_during_a_loop_apply_stops_the_watch_once_the_apply_is_journalled(flink_cluster, running_job,
+                                                                                  tmp_path):
+    """``watch --apply-flink`` on the session's job, split over both TaskManagers (the traffic
+    optimum, everything on one of them, moves half of it): SIGTERM as soon as the loop says it is
+    applying. The apply runs to its end, its journal line is written, then the watch stops: one
+    line for the signal, one for the stop, no traceback; the job runs where the plan says."""
+    url, job_id = flink_cluster.url, running_job
+    reading = flink.read(url=url, job_id=job_id, window_s=0)
+    split = _plan(reading, ["tm-1", "tm-2"], 0, tmp_path / "split.json")
+    flink_apply.apply(url, split, job_id=job_id, before=reading, min_gain=-math.inf, settle_s=0, window_s=2)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump(flink.read(url=url, job_id=job_id, window_s=0).cluster.to_dict(),
+                                      sort_keys=False))
+    journal, log = tmp_path / "journal.jsonl", tmp_path / "watch.log"
+    (tmp_path / "arriving").mkdir()
+    command = [str(Path(sys.executable).with_name("streamsched")), "watch", str(tmp_path / "arriving"),
+               "--store", str(tmp_path / "store"), "--cluster", str(cluster), "-s", "optimal", "--load-unit", "cores",
+               "--window", "5", "--poll", "1", "--apply-flink", url, "--job-id", job_id, "--confirm-windows", "1",
+               "--min-gain", "0", "--payback", "1000", "--journal", str(journal), "--out", str(tmp_path / "plans")]
+    with open(log, "w") as stderr:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    signalled = None
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None and signalled is None:
+            if "live loop: applying " in log.read_text():
+                proc.send_signal(signal.SIGTERM)
+                signalled = time.time()
+            time.sleep(0.1)
+        assert signalled is not None, log.read_text()[-3000:]
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    err = [line for line in log.read_text().splitlines() if line.strip()]
+    print("\n".join(err))
+    assert "Traceback" not in log.read_text()
+    assert proc.returncode == 0, err
+    said = [k for k, line in enumerate(err) if line.startswith("SIGTERM: stopping once the apply in progress is "
+                                                                "journalled")]
+    stopped = [k for k, line in enumerate(err) if line == "live loop: stopping after the apply (journalled)"]
+    assert len(said) == 1 and len(stopped) == 1 and said[0] < stopped[0], err
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    applied = [k for k, r in enumerate(rows) if r["decision"] == "apply"]
+    assert len(applied) == 1 and rows[applied[0]]["moved_subtasks"], [r["decision"] for r in rows]
+    assert rows[applied[0]]["apply_times"][1] > signalled  # the apply ended after the signal: not cut short
+    # windows the batch in progress still held are journalled, none applied
+    assert {r["decision"] for r in rows[applied[0] + 1:]} <= {"keep", "no-data", "settling"}
+    assert _state(url, job_id) == "RUNNING"
+    planned = Placement.from_dict(json.loads(Path(rows[applied[0]]["plan_file"]).read_text()), reading.graph,
+                                  reading.cluster)
+    where = _where(url, job_id)
+    assert len({tm for tms in where.values() for tm in tms}) == 1, where  # all on one TaskManager, as planned
+    assert set(planned.node_of.tolist()) == {planned.node_of[0]}
 
 
 # --------------------------------------------------------------------------- clusters of their own
