@@ -217,3 +217,133 @@ def test_a_plan_over_a_nodes_capacity_by_unequal_loads_is_refused_and_one_on_it_
     over = Cluster("c", (Node("a", 2.5), Node("b", 2.5)))
     with pytest.raises(InfeasibleError, match="exceeds a node's capacity"):
         get_scheduler("caps", strict=True, work_limit=1000, probe_work=1000).schedule(three, over)
+
+
+def tuned_alpha(plans, low, high, ceiling, granularity=0.01, rate=0.2):
+    """CAPS's Auto_tuning (autotune.go) with brute force in place of each search: from the
+    ceilings, relax all by (1 + rate) until a plan exists; per dimension, binary-search to
+    ``granularity`` the least alpha with a plan (others at the relaxed ceiling); from those,
+    relax all by (1 + rate) until a plan exists."""
+    works = lambda alpha: bool(within(plans, low, high, np.asarray(alpha)))
+    ceiling = np.asarray(ceiling, dtype=float)
+    while not works(ceiling):
+        ceiling = np.minimum(ceiling * (1 + rate), 1.0)
+    alpha = ceiling.copy()
+    for k in range(3):
+        lo, hi = 0.0, ceiling[k]
+        while hi - lo >= granularity:
+            mid = lo + (hi - lo) / 2
+            trial = ceiling.copy()
+            trial[k] = mid
+            lo, hi = (lo, mid) if works(trial) else (mid, hi)
+        alpha[k] = hi
+    while not works(alpha):
+        alpha = np.minimum(alpha * (1 + rate), 1.0)
+    return alpha
+
+
+def fan_out():
+    """A (1 task, network 1, HASH) -> B and C (1 task each), on three nodes of one slot: A's node
+    sends to both, network 2 in every plan, but CAPS's ``high`` (one slot of the costliest
+    task) is 1: no plan within any alphas <= 1."""
+    data = [op("a", "A", 1, 3.0, 1.0, 1.0, "HASH", ["b", "c"], []),
+            op("b", "B", 1, 2.0, 0.0, 0.0, "", [], ["a"]),
+            op("c", "C", 1, 1.0, 0.0, 0.0, "", [], ["a"])]
+    graph = graph_from_profile(read_caps_profile(data, "fan"), "fan")
+    return graph, Cluster.from_types("ones", (3, {"capacity": 1.0, "slots": 1}))
+
+
+def test_auto_tuning_without_any_plan_under_alphas_of_one_takes_a_plan_without_thresholds():
+    """fan_out: ceilings (0.02, 0.02, 0.1) relaxed by 1.2 reach 1 everywhere after 22 rounds
+    (0.02 x 1.2^21 = 0.92 < 1 <= 0.02 x 1.2^22); then the first plan of a search without
+    thresholds: every task on its own node, compute 3, state 1, network 2 (A's node), alphas
+    reported as inf. With a probe of one node trial even that search finds nothing: one line."""
+    graph, cluster = fan_out()
+    placement = get_scheduler("caps", work_limit=1000, probe_work=1000).schedule(graph, cluster)
+    meta = placement.metadata
+    assert meta["autotune_searches"] == {"relax_ceiling": 22, "unbounded": True}
+    assert meta["alpha"] == [float("inf")] * 3
+    assert meta["contention"] == {"compute": 3.0, "state": 1.0, "network": 2.0}
+    assert sorted(placement.node_of.tolist()) == [0, 1, 2] and placement.violations(graph, cluster) == []
+    with pytest.raises(InfeasibleError, match="^caps: no plan within probe_work even without thresholds$"):
+        get_scheduler("caps", work_limit=1000, probe_work=1).schedule(graph, cluster)
+
+
+def test_auto_tuning_whose_full_search_finds_nothing_within_work_limit_says_so():
+    """The probes (probe_work) find plans, the full searches of phase two (work_limit 1: one node
+    trial, never a whole plan) none, up to every alpha at 1: one line, no endless relaxing."""
+    graph, cluster = tiny()
+    with pytest.raises(InfeasibleError, match="^caps: auto-tuning found no plan within work_limit even with every "
+                                              "alpha at 1$"):
+        get_scheduler("caps", work_limit=1, probe_work=10**6).schedule(graph, cluster)
+
+
+def test_no_plan_within_fixed_alphas_says_whether_the_search_was_whole_or_stopped():
+    """Alphas 0 on tiny (compute at most the mean 16.67 with 11-unit tasks: no plan, as the
+    brute force shows) searched to the end, and alphas 1 stopped after 5 node trials (a plan
+    needs at least one trial per operator and node it fills: more than 5)."""
+    graph, cluster = tiny()
+    plans = every_plan(graph.contention, 3, 4)
+    low, high = bases(graph.contention, 3, 4)
+    assert not within(plans, low, high, np.zeros(3))
+    zero = get_scheduler("caps", autotune=False, alpha_compute=0.0, alpha_state=0.0, alpha_network=0.0)
+    with pytest.raises(InfeasibleError) as error:
+        zero.schedule(graph, cluster)
+    assert str(error.value) == ("caps: no plan of 'tiny' within alpha=(0, 0, 0) (searched every plan); raise the "
+                                "alphas or use autotune=true")
+    stopped = get_scheduler("caps", autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0,
+                            work_limit=5)
+    with pytest.raises(InfeasibleError) as error:
+        stopped.schedule(graph, cluster)
+    assert str(error.value) == ("caps: no plan of 'tiny' within alpha=(1, 1, 1) (stopped at work_limit=5); raise "
+                                "the alphas or use autotune=true")
+
+
+def test_optimal_weighted_contention_is_the_brute_force_least_weighted_sum_over_spans():
+    """objective weighted: min of sum_k w_k cost_k / (high_k - low_k) over every plan (CAPS's
+    spans from the tasks one by one), weights 1, 2, 0.5."""
+    graph, cluster = tiny()
+    plans = every_plan(graph.contention, 3, 4)
+    low, high = bases(graph.contention, 3, 4)
+    span = np.where(high - low > 0, high - low, 1.0)
+    weights = np.array([1.0, 2.0, 0.5])
+    best = min(float(np.sum(weights * c / span)) for c, _ in plans)
+    placement = get_scheduler("optimal", objective="contention", contention="weighted",
+                              contention_weights="1,2,0.5").schedule(graph, cluster)
+    cost = np.array([placement.metadata["contention"][d] for d in DIMS])
+    assert placement.metadata["status"] == "optimal" and placement.metadata["objective"] == "weighted"
+    assert float(np.sum(weights * cost / span)) == pytest.approx(best, rel=1e-9)
+
+
+def test_optimal_contention_metadata_bound_totals_timings_and_its_warm_start():
+    """Lexicographic network first on tiny: the first stage's bound is the brute-force least
+    network (proved), the network total is the plan's own sum over nodes, the timings are
+    ordered, and the warm start is the cost of the plan caps picks (least summed cost / span)
+    from the front auto-tuned from (0.07, 0.07, 0.5) by brute force; without warm starts none."""
+    from streamsched.contention_metrics import contention
+
+    graph, cluster = tiny()
+    plans = every_plan(graph.contention, 3, 4)
+    low, high = bases(graph.contention, 3, 4)
+    span = np.where(high - low > 0, high - low, 1.0)
+    placement = get_scheduler("optimal", objective="contention", contention="network,compute,state").schedule(
+        graph, cluster)
+    meta = placement.metadata
+    assert meta["objective"] == "network,compute,state" and meta["measured"] == list(DIMS)
+    assert meta["bound"] == pytest.approx(min(c[2] for c, _ in plans), rel=1e-9, abs=1e-9)
+    assert meta["network_total"] == pytest.approx(contention(graph, placement, 3)["network_total"], rel=1e-12)
+    assert 0 <= meta["seconds_to_first"] <= meta["seconds_to_best"] <= meta["solver_time_s"]
+    alpha = tuned_alpha(plans, low, high, (0.07, 0.07, 0.5))
+    warm = min(front(within(plans, low, high, alpha)), key=lambda c: (sum(x / w for x, w in zip(c, span)), c))
+    assert np.allclose([meta["warm_start"][d] for d in DIMS], warm, rtol=0, atol=1e-9)
+    cold = get_scheduler("optimal", objective="contention", warm_starts=False).schedule(graph, cluster)
+    assert cold.metadata["warm_start"] is None and cold.metadata["status"] == "optimal"
+
+
+def test_optimal_contention_refuses_more_tasks_than_the_nodes_take():
+    """Three tasks of load 1 on two nodes of 1.5 (the load fits, but each node takes one task):
+    one line naming the counts, before any solver."""
+    graph = TaskGraph.build("g", ("A",), [0, 0, 0], [1.0, 1.0, 1.0], [], [], [])
+    with pytest.raises(InfeasibleError, match="^optimal: graph 'g' has 3 tasks but the nodes of 'c' take at most 2$"):
+        get_scheduler("optimal", objective="contention").schedule(graph, Cluster("c", (Node("a", 1.5),
+                                                                                     Node("b", 1.5))))
