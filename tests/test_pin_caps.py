@@ -347,3 +347,89 @@ def test_optimal_contention_refuses_more_tasks_than_the_nodes_take():
     with pytest.raises(InfeasibleError, match="^optimal: graph 'g' has 3 tasks but the nodes of 'c' take at most 2$"):
         get_scheduler("optimal", objective="contention").schedule(graph, Cluster("c", (Node("a", 1.5),
                                                                                      Node("b", 1.5))))
+
+
+def test_balanced_pick_least_summed_cost_over_span_ties_to_the_lesser_cost_vector():
+    """(2, 0, 0) over spans (4, 1, 1) sums 0.5, (0, 3, 0) sums 3: the first. (1, 2, 0) and
+    (2, 1, 0) both sum 3 over unit spans: the lesser vector, (1, 2, 0), whatever the order."""
+    from streamsched.schedulers.caps import balanced
+
+    assert balanced([((0.0, 3.0, 0.0), "b"), ((2.0, 0.0, 0.0), "a")], [4.0, 1.0, 1.0])[1] == "a"
+    assert balanced([((2.0, 0.0, 0.0), "a"), ((0.0, 3.0, 0.0), "b")], [1.0, 1.0, 1.0])[1] == "a"
+    for plans in ([((2.0, 1.0, 0.0), "y"), ((1.0, 2.0, 0.0), "x")], [((1.0, 2.0, 0.0), "x"), ((2.0, 1.0, 0.0), "y")]):
+        assert balanced(plans, [1.0, 1.0, 1.0])[1] == "x"
+
+
+def test_spans_are_high_minus_low_or_one_where_not_positive():
+    from streamsched.schedulers.caps import spans
+
+    assert spans([1.0, 2.0, 0.0], [3.5, 2.0, -1.0]) == [2.5, 1.0, 1.0]
+
+
+def test_threshold_bases_equal_the_tasks_one_by_one():
+    """low = mean over nodes of all tasks' cost (network 0), high = the ``slots`` costliest
+    tasks on one node, for slots below, at and above the task count (random profiles)."""
+    from streamsched.schedulers.caps import threshold_bases
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n_ops = int(rng.integers(1, 5))
+        par = tuple(int(p) for p in rng.integers(1, 4, size=n_ops))
+        cost = np.round(rng.uniform(0, 10, size=(n_ops, 3)), 2)
+        from streamsched.model.contention import ContentionProfile
+
+        profile = ContentionProfile(tuple(f"o{o}" for o in range(n_ops)), par, cost, ("",) * n_ops, ((),) * n_ops)
+        for n_nodes, slots in ((2, 1), (3, 2), (1, sum(par)), (2, sum(par) + 3)):
+            low, high = threshold_bases(profile, n_nodes, slots)
+            want_low, want_high = bases(profile, n_nodes, slots)
+            assert np.allclose(low, want_low, rtol=1e-12) and np.allclose(high, want_high, rtol=1e-12)
+
+
+def test_most_is_the_largest_count_within_the_limit_by_brute_force():
+    """_most(have, per, limit, at_most): the largest n <= at_most with have + per n <= limit in
+    floats (CAPS's test), -1 if have is already over; tenths and thirds where rounding bites."""
+    from streamsched.schedulers.caps import _most
+
+    for have in (0.0, 0.1, 0.2, 1.0 / 3, 2.5):
+        for per in (0.1, 1.0 / 3, 0.7, 2.0):
+            for limit in (0.0, 0.3, 0.6, 1.0, 2.1, 3.0, float("inf")):
+                for at_most in (0, 1, 3, 7):
+                    fits = [n for n in range(at_most + 1) if have + per * n <= limit]
+                    want = -1 if have > limit else max(fits, default=-1)
+                    assert _most(have, per, limit, at_most) == want, (have, per, limit, at_most)
+
+
+def test_outward_tries_the_start_then_above_and_below_it_alternately():
+    from streamsched.schedulers.caps import _outward
+
+    assert list(_outward(2, 0, 4)) == [2, 3, 1, 4, 0]
+    assert list(_outward(1, 0, 4)) == [1, 2, 0, 3, 4]
+    assert list(_outward(3, 1, 3)) == [3, 2, 1]
+    assert list(_outward(0, 0, 0)) == [0]
+
+
+def test_added_network_per_link_type_by_hand():
+    """Net 2, 3 tasks placed on node 0: FORWARD towards 1 partner there: 2 x (3 - 1) = 4; none
+    short (partners 5): 0; HASH towards 4 tasks of 8 there: 2 x 3 x (1 - 4/8) = 3; both links: 7."""
+    from streamsched.schedulers.caps import _added
+
+    assert _added(2.0, True, 0, 3, [([1, 0], 2)]) == 4.0
+    assert _added(2.0, True, 0, 3, [([5, 0], 5)]) == 0.0
+    assert _added(2.0, False, 0, 3, [([4, 4], 8)]) == 3.0
+    assert _added(2.0, False, 0, 3, [([4, 4], 8), ([0, 2], 2)]) == 9.0
+    assert _added(2.0, False, 1, 3, [([4, 4], 8), ([0, 2], 2)]) == 3.0
+
+
+def test_an_operator_with_two_forward_partners_goes_beside_the_first():
+    """A (tasks 0, 1) and B (2, 3) both FORWARD to C (4, 5), parallelism 2 each; counts A (2, 0),
+    B (0, 2), C (1, 1). Beside A (the first partner): C0 with A0 on n0, C1 (A1's n0 is full for
+    C) on n1. Beside B it would be n1, n0."""
+    from streamsched.model.contention import ContentionProfile
+
+    graph = TaskGraph.build("two", ("A", "B", "C"), [0, 0, 1, 1, 2, 2], [1.0] * 6, [0, 1, 2, 3], [4, 5, 4, 5],
+                            [1.0] * 4)
+    profile = ContentionProfile(("A", "B", "C"), (2, 2, 2), np.ones((3, 3)), ("FORWARD", "FORWARD", ""),
+                                ((2,), (2,), ()))
+    cluster = Cluster("two", (Node("n0", 4.0, slots=4), Node("n1", 4.0, slots=4)))
+    node_of, _ = placement_from_counts(graph, cluster, profile, [[2, 0], [0, 2], [1, 1]])
+    assert node_of.tolist() == [0, 0, 1, 1, 0, 1]
