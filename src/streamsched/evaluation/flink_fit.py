@@ -2,7 +2,7 @@
 
 A measurement is a window of the job under one placement: the reading's graph (records and
 bytes per subtask pair), each subtask's TaskManager, the source records/s, each TaskManager's
-CPU (its JVM's ``Status.JVM.CPU.Time`` differenced: cores) and, where the links are counted
+CPU (its JVM's CPU time differenced: cores; the lab reads it from /proc) and, where the links are counted
 (the network lab's veths), each TaskManager's wire bytes in and out. From windows under
 several placements:
 
