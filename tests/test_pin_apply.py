@@ -1322,3 +1322,21 @@ def test_the_first_rescale_for_taskmanagers_the_job_knows_nothing_of():
         flink_apply.slots_to_hold({"u": 1, "v": 1}, {"t": 1}, {"t": 0}, {"t": 1}, ["u", "v"])
     assert str(stuck.value) == ("every vertex has parallelism 1 and the cluster no free slot; no rescale can make "
                                 "Flink re-plan the job")
+
+
+def test_registered_of_a_jobmanager_listing_no_taskmanagers(router):
+    assert flink_apply.registered(flink_apply.FlinkRest(router.serve(lambda parts, query: (200, b"{}")))) == set()
+
+
+def test_wait_by_default_wants_new_attempts_and_checks_the_taskmanagers_a_second_apart(flink, clock):
+    """Polled each 0.5 s: the job re-planned by a PUT runs from +0.65 and is seen at +1.0, the
+    TaskManagers checked at +0 and again at +1.0 (a second later); the same job without a
+    re-plan never shows new attempts."""
+    rest = flink_apply.FlinkRest(flink.url)
+    before = flink_apply.job_view(rest, JOB)
+    with pytest.raises(flink_apply.ApplyError, match="within 0.7 s"):
+        flink_apply._wait(rest, JOB, before, P, 0.7, poll_s=0.5)
+    flink_apply.send(rest, "PUT", f"/jobs/{JOB}/resource-requirements", _requirements({**P, CALC: 2}, ONES))
+    view, down = flink_apply._wait(rest, JOB, before, {**P, CALC: 2}, 5, poll_s=0.5, taskmanagers={TM1})
+    assert view.attempts[CALC] == [1, 1] and clock.now - T0 == 2.0  # 1.0 of the first wait, 1.0 of this one
+    assert flink.requests.count("GET /taskmanagers") == 2
