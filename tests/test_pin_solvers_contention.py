@@ -379,14 +379,16 @@ def test_a_stage_stopped_with_a_gap_reports_the_bound_it_proved(recording):
         assert first["gap"] == pytest.approx(0.5, rel=1e-9) and out.gap == first["gap"]
 
 
-@pytest.mark.parametrize("limit", [{"ceilings": {"state": 20.0}}, {"network_ceiling": 50.0}])
-def test_a_plan_beyond_a_ceiling_is_refused_not_returned(monkeypatch, limit):
+@pytest.mark.parametrize("limit, names", [({"ceilings": {"state": 20.0}}, r"state 9\.0 > 20\.0$"),
+                                          ({"network_ceiling": 50.0}, r"network total [0-9.]+ > 50\.0$"),
+                                          ({"ceilings": {"compute": 60.0}, "network_ceiling": 50.0},
+                                           r"compute [0-9.]+ > 60\.0; network total [0-9.]+ > 50\.0$")])
+def test_a_plan_beyond_a_ceiling_is_refused_not_returned(monkeypatch, limit, names):
     """The final check against the ceilings as written: with every cost read as beyond its
-    ceiling, the call fails naming it instead of returning the plan."""
+    ceiling, the call fails naming each instead of returning the plan."""
     prof, limits = small()
     monkeypatch.setattr(solver, "within_ceiling", lambda cost, ceiling: False)
-    name = "state" if "ceilings" in limit else "network total"
-    with pytest.raises(AssertionError, match=f"breaks a ceiling beyond CEILING_RTOL: {name} "):
+    with pytest.raises(AssertionError, match="breaks a ceiling beyond CEILING_RTOL: " + names):
         solve(prof, limits, **limit)
 
 
