@@ -1132,7 +1132,7 @@ def test_a_placement_of_another_job_or_cluster_is_refused_in_one_line(reading, t
         flink_apply.read_plan(tmp_path / "other.json", reading, JOB)
     assert str(other.value) == (f"{tmp_path / 'other.json'}: a placement of graph 'another-job', but job {JOB} is "
                                 f"'streamsched-live' (a plan for another job)")
-    gone = {**doc, "nodes": [doc["nodes"][0], "tm-9"]}
+    gone = {**doc, "nodes": ["tm-9", doc["nodes"][1]]}  # TM1's subtasks (node 0) on tm-9
     (tmp_path / "gone.json").write_text(json.dumps(gone))
     with pytest.raises(InputError) as missing:
         flink_apply.read_plan(tmp_path / "gone.json", reading, JOB)
@@ -1340,3 +1340,27 @@ def test_wait_by_default_wants_new_attempts_and_checks_the_taskmanagers_a_second
     view, down = flink_apply._wait(rest, JOB, before, {**P, CALC: 2}, 5, poll_s=0.5, taskmanagers={TM1})
     assert view.attempts[CALC] == [1, 1] and clock.now - T0 == 2.0  # 1.0 of the first wait, 1.0 of this one
     assert flink.requests.count("GET /taskmanagers") == 2
+
+
+@pytest.mark.parametrize("index", [2, "0", -1])
+def test_a_node_index_out_of_range_is_left_to_the_placements_own_check(reading, tmp_path, index):
+    doc = json.loads(_plan(reading, TARGETS, tmp_path / "plan.json").read_text())
+    doc["node"][3] = index
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError) as bad:
+        flink_apply.read_plan(tmp_path / "bad.json", reading, JOB)
+    assert str(bad.value).startswith(f"{tmp_path / 'bad.json'}") and "not registered" not in str(bad.value)
+
+
+def test_job_view_of_a_vertex_without_subtasks_or_state_durations(router):
+    def answer(parts, query):
+        if parts == ["jobs", JOB]:
+            return 200, json.dumps({"vertices": [{"id": "v", "name": "V", "parallelism": 1},
+                                                 {"id": "w", "name": "W", "parallelism": 1}]}).encode()
+        if parts[-1] == "v":
+            return 200, b"{}"
+        return 200, json.dumps({"subtasks": [{"subtask": 0, "status": "RUNNING", "start-time": 4000}]}).encode()
+
+    view = flink_apply.job_view(flink_apply.FlinkRest(router.serve(answer)), JOB)
+    assert view.where == {"v": [], "w": [""]} and view.statuses == {"v": [], "w": ["RUNNING"]}
+    assert view.running_since == {"v": [], "w": [4.0]}
