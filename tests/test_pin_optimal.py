@@ -160,7 +160,7 @@ def test_the_solvers_answer_becomes_the_placements_metadata(recorded, monkeypatc
     """Every field of the solver's result reaches the metadata; a node without worker slots
     gets no worker; the memory-model limit and the backend reach the solver."""
     graph, _ = small()
-    cluster = Cluster("two", (Node("a", 4.0, slots=3), Node("b", 4.0, slots=0)))
+    cluster = Cluster("two", (Node("a", 4.0, slots=1), Node("b", 4.0, slots=0)))
 
     def solve(load, src, dst, rate, capacity, **kwargs):
         recorded["solve"].append(kwargs)
@@ -303,6 +303,9 @@ def test_throughput_metadata_is_the_solvers_answer_and_the_models_prediction(thr
     assert meta["throughput_bound"] == pytest.approx(predicted.source_rate / 0.5)
     assert "moved" not in meta and meta["bound_source"].startswith("cp-sat")
     assert placement.node_of.tolist() == [0, 1] and placement.worker_of.tolist() == [0, 0]
+    one_slot = Cluster("two", (Node("a", 4.0, slots=1), Node("b", 4.0, slots=0)))
+    assert get_scheduler("optimal", objective="throughput").schedule(graph, one_slot).worker_of.tolist() == [
+        0, optimal.NO_WORKER]
     throughput_calls["result"]["bound"] = 0.0
     assert get_scheduler("optimal", objective="throughput").schedule(graph, cluster).metadata["throughput_bound"] is None
 
@@ -422,3 +425,20 @@ def test_warm_starts_end_when_the_child_ends_or_its_time_is_up(monkeypatch, chil
     assert time.perf_counter() - started < 20
     assert [p.tolist() for p in found] == [[0, 0, 1, 1]] and report["even"] == 5.0
     assert report["i-scheduler"] == "not run (time)"
+
+
+def test_schedule_with_refuses_what_cannot_fit_and_defaults_the_price_to_zero(recorded):
+    """schedule_with checks the load first (2 tasks of 3 on nodes of 2: no solver call); a
+    current placement without a price reports a migration cost of 0; replan's default price is 1."""
+    from streamsched.model import Placement
+
+    graph, _ = small()
+    tight = Cluster("two", (Node("a", 1.0), Node("b", 1.0)))
+    heavy = TaskGraph.build("heavy", ("A", "B"), [0, 1], [1.5, 1.5], [0], [1], [5.0])
+    with pytest.raises(InfeasibleError, match="needs load 3 but cluster 'two' has capacity 2"):
+        get_scheduler("optimal").schedule_with(heavy, tight)
+    assert recorded["solve"] == []
+    meta = get_scheduler("optimal").schedule_with(graph, tight, current=np.array([0, 1])).metadata
+    assert meta["migration_cost"] == 0.0 and meta["moved"] == 0
+    get_scheduler("optimal").replan(graph, tight, Placement.build(np.array([0, 1])))
+    assert recorded["solve"][-1]["migration_cost"] == 1.0
