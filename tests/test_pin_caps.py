@@ -433,3 +433,33 @@ def test_an_operator_with_two_forward_partners_goes_beside_the_first():
     cluster = Cluster("two", (Node("n0", 4.0, slots=4), Node("n1", 4.0, slots=4)))
     node_of, _ = placement_from_counts(graph, cluster, profile, [[2, 0], [0, 2], [1, 1]])
     assert node_of.tolist() == [0, 0, 1, 1, 0, 1]
+
+
+def chain(par, cost, kinds):
+    """op0 -> op1 -> ... with these parallelisms, (compute, state, network) per task and link types."""
+    n = len(par)
+    return read_caps_profile([op(str(o), f"op{o}", par[o], *cost[o], kinds[o], [str(o + 1)] if o < n - 1 else [],
+                                 [str(o - 1)] if o else []) for o in range(n)], "chain")
+
+
+@pytest.mark.parametrize("par, cost, kinds, limits", [
+    ((1, 4, 2, 2), [(9.6, 6.7, 4.0), (6.0, 37.5, 2.8), (19.6, 48.1, 7.2), (6.3, 8.0, 0.0)],
+     ("FORWARD", "FORWARD", "HASH", ""), (2, 4, 3)),
+    ((3, 1, 3), [(12.5, 43.1, 7.3), (6.5, 39.1, 2.5), (19.3, 27.0, 0.0)], ("REBALANCE", "HASH", ""), (3, 4)),
+    ((3, 1, 2), [(11.9, 3.5, 8.5), (10.7, 46.8, 3.6), (18.9, 14.9, 0.0)], ("FORWARD", "REBALANCE", ""), (3, 4)),
+])
+def test_optimal_warm_start_is_caps_tuned_from_its_own_ceilings(par, cost, kinds, limits):
+    """optimal's warm start is caps's balanced plan auto-tuned from ceilings (0.07, 0.07, 0.5),
+    granularity 0.01, rate 0.2, here by brute force (tuned_alpha). These profiles (found among
+    random chains) give another plan for a compute or state ceiling of 1, a granularity over 1
+    or a rate over 1, so each constant counts."""
+    profile = chain(par, cost, kinds)
+    graph = graph_from_profile(profile, "chain")
+    cluster = Cluster.from_types("unequal", *[(1, {"capacity": float(c), "slots": int(c)}) for c in limits])
+    plans = brute_force(graph, len(limits), np.array(limits))
+    low, high = bases(profile, len(limits), max(limits))
+    span = np.where(high - low > 0, high - low, 1.0)
+    alpha = tuned_alpha(plans, low, high, (0.07, 0.07, 0.5))
+    warm = min(front(within(plans, low, high, alpha)), key=lambda c: (sum(x / w for x, w in zip(c, span)), c))
+    meta = get_scheduler("optimal", objective="contention").schedule(graph, cluster).metadata
+    assert np.allclose([meta["warm_start"][d] for d in DIMS], warm, rtol=0, atol=1e-9)
