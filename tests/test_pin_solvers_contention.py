@@ -226,10 +226,11 @@ def test_a_ceiling_of_zero_admits_exactly_the_plans_of_zero_cost():
 
 
 def test_a_ceiling_far_below_the_largest_cost_is_met_and_loses_no_plan_with_room():
-    """A ceiling some 1e7 below the largest possible cost (scale capped: the limit is tightened
-    by its rounding loss): the plans within it (network 1 or less: the heavy FORWARD link
-    kept local) are all still found when none sits within the loss of the ceiling."""
-    prof = profile([2, 2, 2], [[1, 0, 1e7], [2, 0, 0.4], [3, 0, 0]], ["FORWARD", "HASH", ""], [[1], [2], []])
+    """A ceiling some 1e9 below the largest possible cost (scale capped below 2^50 / that cost,
+    where 1e-9 x the ceiling would need coefficients past 2^63; the limit is then tightened by
+    its rounding loss): the plans within it (network 1 or less: the heavy FORWARD link kept
+    local) are all still found when none sits within the loss of the ceiling."""
+    prof = profile([2, 2, 2], [[1, 0, 1e9], [2, 0, 0.4], [3, 0, 0]], ["FORWARD", "HASH", ""], [[1], [2], []])
     limits = np.array([4, 4, 4])
     _, costs = every_plan(prof, limits)
     tops = costs.max(axis=1)
