@@ -463,3 +463,20 @@ def test_optimal_warm_start_is_caps_tuned_from_its_own_ceilings(par, cost, kinds
     warm = min(front(within(plans, low, high, alpha)), key=lambda c: (sum(x / w for x, w in zip(c, span)), c))
     meta = get_scheduler("optimal", objective="contention").schedule(graph, cluster).metadata
     assert np.allclose([meta["warm_start"][d] for d in DIMS], warm, rtol=0, atol=1e-9)
+
+
+def test_a_search_deeper_than_pythons_default_recursion_limit_finds_its_plan_and_restores_the_limit():
+    """One operator of 1100 tasks (compute 2) on 1100 nodes of one slot: the search goes one
+    node deeper per task (past Python's default limit of 1000 frames); its one plan puts a
+    task on each node (compute 2, state 0, network 0), and the interpreter's limit is put back."""
+    import sys
+
+    graph = graph_from_profile(read_caps_profile([op("a", "A", 1100, 2.0, 0.0, 0.0, "", [], [])], "wide"), "wide")
+    cluster = Cluster.from_types("ones", (1100, {"capacity": 1.0, "slots": 1}))
+    before = sys.getrecursionlimit()
+    placement = get_scheduler("caps", autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0,
+                              work_limit=10**6).schedule(graph, cluster)
+    assert sys.getrecursionlimit() == before
+    assert placement.metadata["contention"] == {"compute": 2.0, "state": 0.0, "network": 0.0}
+    assert placement.metadata["exhausted"] and placement.metadata["plans_found"] == 1
+    assert sorted(placement.node_of.tolist()) == list(range(1100))
