@@ -480,3 +480,31 @@ def test_a_search_deeper_than_pythons_default_recursion_limit_finds_its_plan_and
     assert placement.metadata["contention"] == {"compute": 2.0, "state": 0.0, "network": 0.0}
     assert placement.metadata["exhausted"] and placement.metadata["plans_found"] == 1
     assert sorted(placement.node_of.tolist()) == list(range(1100))
+
+
+def test_optimal_hands_the_solver_the_warm_start_plan_the_limits_and_caps_spans(monkeypatch):
+    """What the contention path passes the solver (tiny, 3 nodes of 4): the warm start's counts
+    (whose cost is the reported warm start, every task placed) unless warm_starts=false, node
+    limits 4, capacities 4, each operator's largest task load (1), CAPS's spans from the tasks
+    one by one, and the order and weights asked for."""
+    import streamsched.solvers.contention as solver
+
+    seen = []
+    real = solver.solve_contention
+    monkeypatch.setattr(solver, "solve_contention", lambda *a, **k: seen.append((a, k)) or real(*a, **k))
+    graph, cluster = tiny()
+    low, high = bases(graph.contention, 3, 4)
+    warm = get_scheduler("optimal", objective="contention", contention="state,network,compute",
+                         contention_weights="1,2,3").schedule(graph, cluster)
+    cold = get_scheduler("optimal", objective="contention", warm_starts=False).schedule(graph, cluster)
+    (args, kwargs), (_, cold_kwargs) = seen
+    hint = np.asarray(kwargs["hint"])
+    assert hint.sum(axis=1).tolist() == list(graph.contention.parallelism) and np.all(hint.sum(axis=0) <= 4)
+    assert np.allclose(costs_from_counts(graph.contention, hint).max(axis=0),
+                       [warm.metadata["warm_start"][d] for d in DIMS], rtol=0, atol=1e-12)
+    assert cold_kwargs["hint"] is None and cold.metadata["warm_start"] is None
+    assert np.asarray(args[1]).tolist() == [4, 4, 4] and np.asarray(args[2]).tolist() == [4.0] * 3
+    assert np.asarray(args[3]).tolist() == [1.0] * 4
+    assert np.allclose(kwargs["spans"], np.where(high - low > 0, high - low, 1.0), rtol=1e-12)
+    assert kwargs["objective"] == "lexicographic" and kwargs["order"] == ("state", "network", "compute")
+    assert kwargs["weights"] == (1.0, 2.0, 3.0)
