@@ -79,35 +79,34 @@ def test_caps_returns_the_front_plan_of_least_summed_cost_over_span():
                                                                      for o in range(4)])).max(axis=0), best)
 
 
-def test_auto_tuning_moves_the_alphas_as_caps_does():
-    """CAPS's Auto_tuning with brute force in place of each search: from the ceilings (0.02,
-    0.02, 0.1), relax all by 1.2 until a plan exists; per dimension, binary-search to 0.01 the
-    least alpha with a plan (others at the relaxed ceiling); from those, relax all by 1.2 until
-    a plan exists. The alphas and the front caps reports are those."""
-    graph, cluster = tiny()
+def relaxed_chain():
+    """A chain whose per-dimension minima give no plan together: phase two relaxes them 4 times
+    (brute force); on nodes taking 3 and 4 tasks."""
+    profile = chain((2, 1, 3, 1), [(17.9, 45.6, 2.1), (17.7, 47.8, 5.4), (1.4, 24.5, 0.8), (2.1, 26.8, 0.0)],
+                    ("REBALANCE", "FORWARD", "FORWARD", ""))
+    return graph_from_profile(profile, "chain"), Cluster.from_types("unequal", (1, {"capacity": 3.0, "slots": 3}),
+                                                                    (1, {"capacity": 4.0, "slots": 4}))
+
+
+@pytest.mark.parametrize("case, limits", [(tiny, (4, 4, 4)), (relaxed_chain, (3, 4))])
+def test_auto_tuning_moves_the_alphas_as_caps_does(case, limits):
+    """CAPS's Auto_tuning with brute force in place of each search (tuned_alpha): from the
+    ceilings (0.02, 0.02, 0.1), relax all by 1.2 until a plan exists; per dimension,
+    binary-search to 0.01 the least alpha with a plan (others at the relaxed ceiling); from
+    those, relax all by 1.2 until a plan exists. The alphas, the front caps reports and the
+    searches of each phase (CAPS's ct_compute, ct_state, ct_network, ct_relax) are those."""
+    graph, cluster = case()
     profile = graph.contention
-    plans = every_plan(profile, 3, 4)
-    low, high = bases(profile, 3, 4)
-    works = lambda alpha: bool(within(plans, low, high, np.asarray(alpha)))
-    ceiling = np.array([0.02, 0.02, 0.1])
-    while not works(ceiling):
-        ceiling = np.minimum(ceiling * 1.2, 1.0)
-    alpha = ceiling.copy()
-    for k in range(3):
-        lo, hi = 0.0, ceiling[k]
-        while hi - lo >= 0.01:
-            mid = lo + (hi - lo) / 2
-            trial = ceiling.copy()
-            trial[k] = mid
-            lo, hi = (lo, mid) if works(trial) else (mid, hi)
-        alpha[k] = hi
-    while not works(alpha):
-        alpha = np.minimum(alpha * 1.2, 1.0)
+    plans = brute_force(graph, len(limits), np.array(limits))
+    low, high = bases(profile, len(limits), max(limits))
+    alpha, calls = tuned_alpha(plans, low, high, (0.02, 0.02, 0.1))
     placement = get_scheduler("caps", work_limit=10**7, probe_work=10**7).schedule(graph, cluster)
     assert placement.metadata["alpha"] == pytest.approx(alpha.tolist(), rel=1e-12)
+    assert placement.metadata["autotune_searches"] == calls
     expected = front(within(plans, low, high, alpha))
     assert np.allclose([[p[d] for d in DIMS] for p in placement.metadata["pareto_front"]], expected)
-    assert np.all(alpha > 0) and np.any(alpha != ceiling)  # the tuning moved them
+    assert np.all(alpha > 0) and np.any(alpha != (0.02, 0.02, 0.1))  # the tuning moved them
+    assert calls["relax_ceiling"] > 0 and (calls["phase_two"] > 1) == (case is relaxed_chain)
 
 
 def chain3():
@@ -223,23 +222,29 @@ def tuned_alpha(plans, low, high, ceiling, granularity=0.01, rate=0.2):
     """CAPS's Auto_tuning (autotune.go) with brute force in place of each search: from the
     ceilings, relax all by (1 + rate) until a plan exists; per dimension, binary-search to
     ``granularity`` the least alpha with a plan (others at the relaxed ceiling); from those,
-    relax all by (1 + rate) until a plan exists."""
+    relax all by (1 + rate) until a plan exists. The alphas and the searches of each phase
+    (relaxations, probes per dimension, phase two's searches)."""
     works = lambda alpha: bool(within(plans, low, high, np.asarray(alpha)))
     ceiling = np.asarray(ceiling, dtype=float)
+    calls = {"relax_ceiling": 0}
     while not works(ceiling):
         ceiling = np.minimum(ceiling * (1 + rate), 1.0)
+        calls["relax_ceiling"] += 1
     alpha = ceiling.copy()
-    for k in range(3):
-        lo, hi = 0.0, ceiling[k]
+    for k, dim in enumerate(DIMS):
+        lo, hi, calls[dim] = 0.0, ceiling[k], 0
         while hi - lo >= granularity:
             mid = lo + (hi - lo) / 2
             trial = ceiling.copy()
             trial[k] = mid
             lo, hi = (lo, mid) if works(trial) else (mid, hi)
+            calls[dim] += 1
         alpha[k] = hi
+    calls["phase_two"] = 1
     while not works(alpha):
         alpha = np.minimum(alpha * (1 + rate), 1.0)
-    return alpha
+        calls["phase_two"] += 1
+    return alpha, calls
 
 
 def fan_out():
@@ -333,7 +338,7 @@ def test_optimal_contention_metadata_bound_totals_timings_and_its_warm_start():
     assert meta["bound"] == pytest.approx(min(c[2] for c, _ in plans), rel=1e-9, abs=1e-9)
     assert meta["network_total"] == pytest.approx(contention(graph, placement, 3)["network_total"], rel=1e-12)
     assert 0 <= meta["seconds_to_first"] <= meta["seconds_to_best"] <= meta["solver_time_s"]
-    alpha = tuned_alpha(plans, low, high, (0.07, 0.07, 0.5))
+    alpha, _ = tuned_alpha(plans, low, high, (0.07, 0.07, 0.5))
     warm = min(front(within(plans, low, high, alpha)), key=lambda c: (sum(x / w for x, w in zip(c, span)), c))
     assert np.allclose([meta["warm_start"][d] for d in DIMS], warm, rtol=0, atol=1e-9)
     cold = get_scheduler("optimal", objective="contention", warm_starts=False).schedule(graph, cluster)
@@ -459,7 +464,7 @@ def test_optimal_warm_start_is_caps_tuned_from_its_own_ceilings(par, cost, kinds
     plans = brute_force(graph, len(limits), np.array(limits))
     low, high = bases(profile, len(limits), max(limits))
     span = np.where(high - low > 0, high - low, 1.0)
-    alpha = tuned_alpha(plans, low, high, (0.07, 0.07, 0.5))
+    alpha, _ = tuned_alpha(plans, low, high, (0.07, 0.07, 0.5))
     warm = min(front(within(plans, low, high, alpha)), key=lambda c: (sum(x / w for x, w in zip(c, span)), c))
     meta = get_scheduler("optimal", objective="contention").schedule(graph, cluster).metadata
     assert np.allclose([meta["warm_start"][d] for d in DIMS], warm, rtol=0, atol=1e-9)
