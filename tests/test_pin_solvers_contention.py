@@ -483,3 +483,35 @@ def test_a_work_limit_spent_by_the_first_stage_leaves_the_others_not_run(recordi
     assert [s["status"] for s in out.stages] == ["optimal", "not run (limit)", "not run (limit)"]
     assert out.status == "feasible" and out.counts is not None and len(recording.seen) == 1
     assert out.gap == out.stages[0]["gap"] <= 1e-9 and set(out.bound) == {"compute"}
+
+
+@pytest.mark.parametrize("limits, capacity", [
+    ([2, 4], [9.0, 9.0]),  # equal capacities, unequal task limits
+    ([3, 1, 3], [9.0, 9.0, 9.0]),
+    ([3, 3, 1], [9.0, 9.0, 9.0]),
+    ([3, 3, 3], [9.0, 9.0, 1.0]),  # equal limits, unequal capacities
+    ([3, 3, 3], [1.0, 9.0, 9.0]),
+])
+def test_only_nodes_alike_in_limit_and_capacity_are_ordered_as_twins(limits, capacity):
+    """A (3 tasks, compute 1), B (1, compute 5), C (2, compute 2) on nodes that differ in their
+    task limit or their capacity (loads 1): the brute force's lexicographic optimum, which
+    ordering such nodes by their contents (as if interchangeable) can lose."""
+    prof = profile([3, 1, 2], [[1, 0, 0], [5, 0, 0], [2, 0, 0]], ["", "", ""], [[], [], []])
+    limits, ones = np.array(limits), np.ones(3)
+    _, costs = every_plan(prof, limits, capacity, ones)
+    out = solve(prof, limits, np.array(capacity), ones)
+    assert out.status == "optimal"
+    check_plan(out, prof, limits, capacity, ones)
+    assert out.cost["compute"] == lexicographic_best(costs.max(axis=1), DIMS)[0]
+
+
+def test_many_operators_on_identical_nodes_are_ordered_by_compute():
+    """62 operators of one task (count vectors past 2^62 as numbers: the nodes are ordered by
+    their compute instead), compute 1 each, on two identical nodes of 40: 31 on each (a
+    strict order, or one by another dimension, would lose that)."""
+    n = 62
+    prof = profile([1] * n, [[1, 0, 0]] * n, [""] * n, [[]] * n)
+    out = solve(prof, [40, 40])
+    assert out.status == "optimal" and out.cost["compute"] == 31.0 and out.counts.sum(axis=0).tolist() == [31, 31]
+    three = solve(prof, [40, 40, 40])
+    assert three.cost["compute"] == 21.0 and sorted(three.counts.sum(axis=0).tolist()) == [20, 21, 21]
