@@ -85,7 +85,7 @@ def _answer_writes(server: JsonServer, write) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         with server.lock:
             status, data = write(self.command, [unquote(p) for p in url.path.split("/") if p], url.query, body,
-                                 dict(self.headers))
+                                 {**self.headers, "path": url.path})
         if status is None:  # the connection closed without an answer (after ``data`` seconds if a number)
             if isinstance(data, float):
                 time.sleep(data)
@@ -1009,7 +1009,7 @@ def test_send_puts_json_and_reads_flinks_answer(router):
     seen = []
 
     def write(method, parts, query, body, headers):
-        seen.append((method, parts, query, body, headers.get("Content-Type"), headers.get("Accept")))
+        seen.append((method, parts, query, body, headers.get("Content-Type"), headers.get("Accept"), headers["path"]))
         return {"a": (200, b'{"ok": 1}'), "b": (202, b"  \n"), "c": (400, b'{"errors": ["bad bound\\nstack"]}'),
                 "d": (500, b"not json"), "e": (409, b'{"errors": []}'),
                 "f": (404, b'{"errors": ["' + b"x" * 300 + b'"]}'),
@@ -1018,9 +1018,9 @@ def test_send_puts_json_and_reads_flinks_answer(router):
     url = router.serve(lambda parts, query: (404, b""), write)
     rest = flink_apply.FlinkRest(url)
     assert flink_apply.send(rest, "PUT", "/jobs/a", {"k": [1]}) == {"ok": 1}
-    assert seen[-1] == ("PUT", ["jobs", "a"], "", b'{"k": [1]}', "application/json", "application/json")
+    assert seen[-1] == ("PUT", ["jobs", "a"], "", b'{"k": [1]}', "application/json", "application/json", "/jobs/a")
     assert flink_apply.send(rest, "POST", "jobs/b") is None
-    assert seen[-1][0] == "POST" and seen[-1][3] == b""
+    assert seen[-1][0] == "POST" and seen[-1][3] == b"" and seen[-1][6] == "/jobs/b"
     assert flink_apply.send(rest, "PATCH", "/jobs/a?mode=cancel", {}) == {"ok": 1}
     assert seen[-1][:4] == ("PATCH", ["jobs", "a"], "mode=cancel", b"{}")
     for name, detail in [("c", "HTTP 400: bad bound"), ("d", "HTTP 500: Internal Server Error"),
@@ -1116,8 +1116,11 @@ def test_patient_rest_gets_through_the_same_patience(router):
 def test_the_threshold_itself_is_enough(reading, flink, after, tmp_path):
     """A plan predicted exactly at ``min_gain`` is applied (below it is not)."""
     plan = _plan(reading, TARGETS, tmp_path / "plan.json")
-    gain = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=1.0).gain
-    assert gain == pytest.approx(0.082, abs=1e-3)
+    left = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=1.0)
+    gain = left.gain
+    assert gain == pytest.approx(0.082, abs=1e-3) and left.applied is False
+    assert left.reason == ("predicted gain in remote bytes +8.2 % is below the threshold (100 %, --min-gain); 2 "
+                           "subtasks would move")
     assert flink.puts == []
     assert not flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=math.nextafter(gain, 1)).applied
     result = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=gain)
@@ -1364,3 +1367,70 @@ def test_job_view_of_a_vertex_without_subtasks_or_state_durations(router):
     view = flink_apply.job_view(flink_apply.FlinkRest(router.serve(answer)), JOB)
     assert view.where == {"v": [], "w": [""]} and view.statuses == {"v": [], "w": ["RUNNING"]}
     assert view.running_since == {"v": [], "w": [4.0]}
+
+
+def test_apply_passes_its_deadline_to_each_rescale(reading, flink, after, tmp_path, monkeypatch):
+    """``timeout_s`` (default 180 s) bounds each rescale's wait."""
+    seen = []
+    real = flink_apply.rescale
+
+    def rescale(rest, job_id, upper, timeout_s, redeploy=True, taskmanagers=None):
+        seen.append(timeout_s)
+        return real(rest, job_id, upper, timeout_s, redeploy=redeploy, taskmanagers=taskmanagers)
+
+    monkeypatch.setattr(flink_apply, "rescale", rescale)
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    assert flink_apply.apply(flink.url, plan, job_id=JOB, before=reading).applied
+    assert seen == [180.0, 180.0]
+
+
+def test_the_running_placement_itself_moves_nothing(reading, flink, tmp_path):
+    plan = _plan(reading, WHERE, tmp_path / "plan.json")
+    result = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading)
+    assert result.applied is False and result.relabelled == {} and result.moved == []
+    assert result.reason == "the plan is the running placement: no subtask would move"
+    _untouched(flink)
+
+
+def test_apply_errors_name_the_cluster_file_and_the_job(reading, flink, tmp_path):
+    from streamsched.model import Cluster, Node
+
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    with pytest.raises(InputError) as missing:
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, machines=Cluster("lab", (Node(TM2, 1.0),)))
+    assert str(missing.value).startswith(f"cluster 'lab': no node '{TM1}'; it must describe every TaskManager")
+    doc = json.loads(plan.read_text())
+    (tmp_path / "foreign.json").write_text(json.dumps({**doc, "graph": "another-job"}))
+    with pytest.raises(InputError) as foreign:
+        flink_apply.apply(flink.url, tmp_path / "foreign.json", job_id=JOB, before=reading)
+    assert f"but job {JOB} is 'streamsched-live' (a plan for another job)" in str(foreign.value)
+    _untouched(flink)
+
+
+def test_a_taskmanager_the_jobmanager_no_longer_lists_has_no_slots_for_the_plan(reading, flink, tmp_path):
+    """TM2 gone from ``/taskmanagers`` while the job's pages still show subtasks there (before
+    it fails over): the plan's 2 slots there are not to be had."""
+    del flink.taskmanagers[TM2]
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    with pytest.raises(InputError) as short:
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading)
+    assert str(short.value) == (f"{plan}: TaskManager {TM2} would need 2 slots (a slot holds one subtask of a "
+                                f"vertex), it has 0 for this job (slot rule broken)")
+    _untouched(flink)
+
+
+def test_read_plan_of_a_document_that_is_not_a_placement_or_of_a_reading_without_url(reading, tmp_path):
+    (tmp_path / "list.json").write_text("[]")
+    with pytest.raises(InputError):
+        flink_apply.read_plan(tmp_path / "list.json", reading, JOB)
+    doc = json.loads(_plan(reading, TARGETS, tmp_path / "plan.json").read_text())
+    (tmp_path / "gone.json").write_text(json.dumps({**doc, "nodes": ["tm-9", TM2]}))
+    unnamed = replace(reading, report={k: v for k, v in reading.report.items() if k != "url"})
+    with pytest.raises(InputError) as gone:
+        flink_apply.read_plan(tmp_path / "gone.json", unnamed, JOB)
+    assert "TaskManager tm-9 is not registered with the JobManager at the cluster (gone, or" in str(gone.value)
+
+
+def test_a_reading_without_sources_has_no_measured_throughput(reading):
+    inner = [v for v in reading.report["vertices"] if v["inputs"]]
+    assert flink_apply.measured_source_rate(replace(reading, report={**reading.report, "vertices": inner})) is None
