@@ -31,11 +31,11 @@ demo: setup
 	rm -rf $(DEMO)
 	$(BIN)/streamsched demo --out $(DEMO)
 
-# Everything: the tests that start no JVM two at a time, then those that do in one process (one
-# shared Spark session, one Flink cluster, one network lab).
+# Everything: the tests that start no JVM (the slow searches among them) two at a time, then
+# those that do in one process (one shared Spark session, one Flink cluster, one network lab).
 test: setup
-	STREAMSCHED_TEST_TIER=fast $(BIN)/python -m pytest -q -n 2 -m "not spark and not slow" --durations=10
-	$(BIN)/python -m pytest -q -m "spark or slow" --durations=30
+	STREAMSCHED_TEST_TIER=fast $(BIN)/python -m pytest -q -n 2 -m "not spark and (not slow or nojvm)" --durations=10
+	$(BIN)/python -m pytest -q -m "spark or (slow and not nojvm)" --durations=30
 
 # The inner loop: every test that starts no JVM (tests/conftest.py marks the others; a test that
 # starts one unmarked fails here), well under 2 minutes.

@@ -7,9 +7,12 @@ Tiers (``make test-fast`` runs ``-m "not spark and not slow"``, ``make test`` ev
 - a test is marked ``spark`` automatically when it uses a JVM fixture (:data:`JVM_FIXTURES`,
   directly or through another fixture) or runs a Spark command of the CLI
   (:data:`streamsched.cli.spark_start.SPARK_COMMANDS`) as a console script or through ``main``;
-- ``slow`` is set by hand on the Spark-cluster and live-engine tests;
-- with ``STREAMSCHED_TEST_TIER=fast`` (what ``make test-fast`` sets) a test that starts a JVM
-  anyway fails, naming the way it tried, so that a missing mark cannot hide in the fast tier.
+- ``slow`` is set by hand on the Spark-cluster and live-engine tests and on long searches;
+- ``nojvm`` is added to the ``slow`` tests of :data:`NOJVM_MODULES` (solver searches, fuzzing)
+  that are not ``spark``: ``make test`` runs them with the fast tier, two at a time;
+- with ``STREAMSCHED_TEST_TIER=fast`` (what ``make test-fast`` and ``make test``'s first step
+  set) a test not marked ``spark``, nor ``slow`` without ``nojvm``, that starts a JVM anyway
+  fails, naming the way it tried, so that a missing mark cannot hide in the parallel step.
 """
 
 from __future__ import annotations
@@ -41,16 +44,24 @@ def _runs_spark_command(item: pytest.Item) -> bool:
         return False
 
 
+#: Modules whose ``slow`` tests start no JVM and no engine (CPU-bound searches, fuzzing).
+NOJVM_MODULES = {"test_optimal_solver", "test_optimal_measured", "test_optimal_scheduler", "test_fuzz_cli",
+                 "test_compare_failures", "test_evaluation_experiments"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if JVM_FIXTURES & set(getattr(item, "fixturenames", ())) or _runs_spark_command(item):
             item.add_marker(pytest.mark.spark)
+        elif item.get_closest_marker("slow") and item.module.__name__ in NOJVM_MODULES:
+            item.add_marker(pytest.mark.nojvm)
 
 
 @pytest.fixture(autouse=True)
 def _no_jvm_in_the_fast_tier(request, monkeypatch):
     """Fast tier only: starting Spark in-process, or a JVM or a Spark command as a subprocess, fails."""
-    if not FAST_TIER or request.node.get_closest_marker("spark") or request.node.get_closest_marker("slow"):
+    marked = request.node.get_closest_marker
+    if not FAST_TIER or marked("spark") or marked("slow") and not marked("nojvm"):
         yield
         return
     name = request.node.nodeid
