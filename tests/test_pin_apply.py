@@ -1316,6 +1316,9 @@ def test_the_first_rescale_for_taskmanagers_the_job_knows_nothing_of():
     with pytest.raises(flink_apply.ApplyError) as short:
         flink_apply.slots_to_hold({"v": 2}, {"a": 2}, {"a": 0}, {"a": 1, "c": 1}, ["v"])
     assert str(short.value) == "the plan needs 1 slots on TaskManager c; the job holds 0 there and 0 are free"
+    with pytest.raises(flink_apply.ApplyError) as short:
+        flink_apply.slots_to_hold({"v": 2}, {"a": 2}, {"a": 1}, {"a": 4}, ["v"])
+    assert str(short.value) == "the plan needs 4 slots on TaskManager a; the job holds 2 there and 1 are free"
     # "c" free but not the job's: every slot (2 + 1)
     assert flink_apply.slots_to_hold({"v": 2}, {"a": 2}, {"c": 1}, {"a": 1, "c": 1}, ["v"]) == {"v": 3}
     # all vertices at 2, no free slot: one less; a vertex at 1 is never lowered to 0
