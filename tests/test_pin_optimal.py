@@ -37,6 +37,7 @@ def recorded(monkeypatch):
 
     def warm(graph, cluster, seed, seconds):
         calls["warm"].append((seed, seconds))
+        calls.setdefault("warm_on", []).append((graph, cluster))
         return [np.array([0, 1])], {"even": "cost 5"}
 
     monkeypatch.setattr(optimal, "solve_placement", solve)
@@ -49,7 +50,7 @@ def test_by_default_the_work_limit_stops_the_search_and_warm_starts_are_used(rec
     placement = get_scheduler("optimal").schedule(graph, cluster, seed=7)
     (kwargs,) = recorded["solve"]
     assert kwargs["time_limit"] is None and kwargs["work_limit"] == 10.0
-    assert recorded["warm"] == [(7, optimal.WARM_START_CAP_S)]
+    assert recorded["warm"] == [(7, optimal.WARM_START_CAP_S)] and recorded["warm_on"] == [(graph, cluster)]
     assert [s.tolist() for s in kwargs["warm_start"]] == [[0, 1]]
     assert kwargs["seed"] == 7 and kwargs["workers"] == 1 and kwargs["backend"] == "cp-sat"
     assert kwargs["formulation"] == "auto" and kwargs["groups"].tolist() == [0, 1]
@@ -147,12 +148,12 @@ def test_throughput_gets_the_work_limit_by_default_and_the_slot_and_memory_rules
     monkeypatch.setattr(throughput, "solve_throughput", solve)
     graph, cluster = small()
     get_scheduler("optimal", objective="throughput").schedule(graph, cluster, seed=2)
-    get_scheduler("optimal", objective="throughput", time_limit=4.0, tasks_per_slot=1,
+    get_scheduler("optimal", objective="throughput", time_limit=4.0, tasks_per_slot=2,
                   respect_memory=True).schedule(graph, cluster)
     assert got[0]["time_limit"] is None and got[0]["work_limit"] == 10.0 and got[0]["seed"] == 2
     assert got[0]["max_items"] is None and got[0]["memory"] is None and got[0]["current"] is None
     assert got[1]["time_limit"] == 4.0 and got[1]["work_limit"] is None
-    assert got[1]["max_items"].tolist() == [3, 2] and got[1]["node_memory"].tolist() == [1000.0, 500.0]
+    assert got[1]["max_items"].tolist() == [6, 4] and got[1]["node_memory"].tolist() == [1000.0, 500.0]
     assert got[1]["memory"].tolist() == [100.0, 200.0] and got[0]["node_memory"] is None
 
 
@@ -274,7 +275,7 @@ def throughput_calls(monkeypatch):
                                        remote_bytes=3.0, stages=[{"s": 1}], wall_time_s=0.1, moved=1)}
 
     def solve(graph, cluster, **kwargs):
-        calls["got"].append(kwargs)
+        calls["got"].append(dict(kwargs, on=(graph, cluster)))
         return SimpleNamespace(**calls["result"])
 
     monkeypatch.setattr(throughput, "solve_throughput", solve)
@@ -291,7 +292,7 @@ def test_throughput_metadata_is_the_solvers_answer_and_the_models_prediction(thr
     graph, cluster = small()
     placement = get_scheduler("optimal", objective="throughput", net_cpu_per_record=0.01).schedule(graph, cluster)
     (kwargs,) = throughput_calls["got"]
-    assert kwargs["net_cpu_per_record"] == 0.01 and kwargs["workers"] == 1
+    assert kwargs["net_cpu_per_record"] == 0.01 and kwargs["workers"] == 1 and kwargs["on"] == (graph, cluster)
     predicted = predict_throughput(graph, cluster, np.array([0, 1]), 0.01)
     meta = placement.metadata
     assert {k: meta[k] for k in ("status", "objective", "bound", "gap", "peak_utilisation", "remote_bytes",
@@ -301,7 +302,7 @@ def test_throughput_metadata_is_the_solvers_answer_and_the_models_prediction(thr
         "predicted_bottleneck": predicted.bottleneck}
     assert meta["predicted_throughput"] == predicted.throughput and math.isfinite(predicted.throughput)
     assert meta["throughput_bound"] == pytest.approx(predicted.source_rate / 0.5)
-    assert "moved" not in meta and meta["bound_source"].startswith("cp-sat")
+    assert "moved" not in meta and meta["bound_source"] == "cp-sat (peak utilisation U; throughput = source rate / U)"
     assert placement.node_of.tolist() == [0, 1] and placement.worker_of.tolist() == [0, 0]
     one_slot = Cluster("two", (Node("a", 4.0, slots=1), Node("b", 4.0, slots=0)))
     assert get_scheduler("optimal", objective="throughput").schedule(graph, one_slot).worker_of.tolist() == [
@@ -314,9 +315,10 @@ def test_throughput_replan_passes_the_current_nodes_and_reports_moves(throughput
     from streamsched.model import Placement
 
     graph, cluster = small()
-    placement = get_scheduler("optimal", objective="throughput").replan(graph, cluster, Placement.build(np.array([1, 1])))
+    placement = get_scheduler("optimal", objective="throughput").replan(graph, cluster, Placement.build(np.array([1, 1])),
+                                                                         seed=3)
     (kwargs,) = throughput_calls["got"]
-    assert kwargs["current"].tolist() == [1, 1] and placement.metadata["moved"] == 1
+    assert kwargs["current"].tolist() == [1, 1] and placement.metadata["moved"] == 1 and kwargs["seed"] == 3
     with pytest.raises(ParameterError, match=r"^optimal: objective=throughput takes no excluded, pinned$"):
         get_scheduler("optimal", objective="throughput").schedule_with(graph, cluster, pinned={0: 1},
                                                                        excluded=[(1, 0)])
@@ -372,6 +374,7 @@ def test_warm_starts_without_time_run_none_and_without_fork_run_here(monkeypatch
     monkeypatch.setattr(optimal.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
     here = optimal.heuristic_placements(graph, cluster, 0, 120.0)
     assert here[1] == forked[1] and [p.tolist() for p in here[0]] == [p.tolist() for p in forked[0]]
+    assert len(here[0]) >= 4  # the schedulers ran (on this graph and cluster), not failed
     none = optimal.heuristic_placements(graph, cluster, 0, 0.0)
     assert none[0] == [] and set(none[1].values()) == {"not run (time)"}
 
@@ -389,6 +392,23 @@ def test_a_failing_warm_start_is_reported_by_its_first_line_or_its_type(monkeypa
     assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: bad input")
     assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: KeyError")
     assert optimal._run_one("even", graph, cluster, 0) == ("even", "failed: " + "x" * 200)
+    report, found = {}, []
+    optimal._record(("even", "failed: boom"), graph, report, found)
+    assert report == {"even": "failed: boom"} and found == []
+
+
+def test_the_child_sends_each_schedulers_placement_then_an_end_marker():
+    """_run_all (the forked child's body, run here): one (name, nodes) per scheduler, in order,
+    each the scheduler's own placement with that seed, then None."""
+    import multiprocessing
+
+    graph, cluster = chain4()
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    optimal._run_all(["even", "metis"], graph, cluster, 3, sender)
+    sent = [receiver.recv() for _ in range(3)]
+    assert [s[0] for s in sent[:2]] == ["even", "metis"] and sent[2] is None
+    for name, node_of in sent[:2]:
+        assert node_of.tolist() == get_scheduler(name).schedule(graph, cluster, seed=3).node_of.tolist()
 
 
 def test_schedule_with_repairs_a_plan_that_breaks_the_co_location_rule(recorded):
@@ -439,6 +459,6 @@ def test_schedule_with_refuses_what_cannot_fit_and_defaults_the_price_to_zero(re
         get_scheduler("optimal").schedule_with(heavy, tight)
     assert recorded["solve"] == []
     meta = get_scheduler("optimal").schedule_with(graph, tight, current=np.array([0, 1])).metadata
-    assert meta["migration_cost"] == 0.0 and meta["moved"] == 0
+    assert meta["migration_cost"] == 0.0 and meta["moved"] == 0 and recorded["solve"][-1]["seed"] == 0
     get_scheduler("optimal").replan(graph, tight, Placement.build(np.array([0, 1])))
-    assert recorded["solve"][-1]["migration_cost"] == 1.0
+    assert recorded["solve"][-1]["migration_cost"] == 1.0 and recorded["solve"][-1]["seed"] == 0
