@@ -85,7 +85,7 @@ def _answer_writes(server: JsonServer, write) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         with server.lock:
             status, data = write(self.command, [unquote(p) for p in url.path.split("/") if p], url.query, body,
-                                 {**self.headers, "path": url.path})
+                                 {**self.headers, "path": self.requestline.split()[1]})  # as sent
         if status is None:  # the connection closed without an answer (after ``data`` seconds if a number)
             if isinstance(data, float):
                 time.sleep(data)
