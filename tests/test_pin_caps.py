@@ -515,3 +515,60 @@ def test_optimal_hands_the_solver_the_warm_start_plan_the_limits_and_caps_spans(
     assert np.allclose(kwargs["spans"], np.where(high - low > 0, high - low, 1.0), rtol=1e-12)
     assert kwargs["objective"] == "lexicographic" and kwargs["order"] == ("state", "network", "compute")
     assert kwargs["weights"] == (1.0, 2.0, 3.0)
+
+
+@pytest.mark.parametrize("name, params", [("caps", {}), ("optimal", {"objective": "contention"})])
+def test_caps_and_optimal_give_each_nodes_tasks_its_worker_slots_round_robin(name, params):
+    """tiny on three nodes of 4 slots: on each node, its tasks in task order take slots 0, 1, 2,
+    3, 0, ... The search times of caps lie within the call's own wall time."""
+    import time
+
+    graph, cluster = tiny()
+    started = time.perf_counter()
+    placement = get_scheduler(name, **params).schedule(graph, cluster)
+    wall = time.perf_counter() - started
+    for k in range(3):
+        tasks = np.flatnonzero(placement.node_of == k)
+        assert placement.worker_of[tasks].tolist() == [i % 4 for i in range(tasks.size)]
+    if name == "caps":
+        assert 0 < placement.metadata["seconds_to_first"] <= placement.metadata["search_seconds"] <= wall
+
+
+def test_capacity_check_below_one_unit_and_the_repair_of_a_plan_over_it():
+    """The capacity check's tolerance is relative below a capacity of 1: loads 0.1 and 0.3 on
+    two nodes of 0.3 (one task each) sit exactly on a capacity and are kept; loads 0.1, 0.2, 0.2
+    on two nodes of 0.25 break one by 0.05 (at most 0.3 against 0.25) and are refused (strict).
+    Loads 1, 1, 2, 2 of one operator on two nodes of 3: caps's plan (2, 2) in rank order puts
+    2 + 2 on the second node; without strict the repair (two slots per node: a swap of a light
+    and a heavy task, two moves) gives loads 3 and 3 and keeps caps's metadata."""
+    graph = TaskGraph.build("u", ("A",), [0, 0], [0.1, 0.3], [], [], [])
+    on = Cluster("c", (Node("a", 0.3), Node("b", 0.3)))
+    placement = get_scheduler("caps", strict=True, work_limit=1000, probe_work=1000).schedule(graph, on)
+    assert sorted(placement.node_of.tolist()) == [0, 1]
+    three = TaskGraph.build("u3", ("A",), [0, 0, 0], [0.1, 0.2, 0.2], [], [], [])
+    with pytest.raises(InfeasibleError, match="exceeds a node's capacity"):
+        get_scheduler("caps", strict=True, work_limit=1000, probe_work=1000).schedule(
+            three, Cluster("c", (Node("a", 0.25), Node("b", 0.25))))
+    four = TaskGraph.build("u4", ("A",), [0, 0, 0, 0], [1.0, 1.0, 2.0, 2.0], [], [], [])
+    cluster = Cluster("c", (Node("a", 3.0, slots=2), Node("b", 3.0, slots=2)))
+    repaired = get_scheduler("caps", strict=False, work_limit=1000, probe_work=1000).schedule(four, cluster)
+    moved = sorted(repaired.metadata["repair_moved"])
+    assert repaired.metadata["repaired"] is True and len(moved) == 2 and moved[0] in (0, 1) and moved[1] in (2, 3)
+    assert "exceeds a node's capacity" in repaired.metadata["repair_reason"]
+    assert repaired.metadata["plans_found"] >= 1 and repaired.violations(four, cluster) == []
+    assert np.bincount(repaired.node_of, weights=four.load, minlength=2).tolist() == [3.0, 3.0]
+
+
+def test_optimal_passes_its_seed_and_workers_and_names_a_time_limit_it_ran_out_of(monkeypatch):
+    """The solver gets the call's seed and workers; a time limit of 5 ms (no stage can start
+    with under 10 ms left) ends with no plan and one line naming it."""
+    import streamsched.solvers.contention as solver
+
+    seen = []
+    real = solver.solve_contention
+    monkeypatch.setattr(solver, "solve_contention", lambda *a, **k: seen.append(k) or real(*a, **k))
+    graph, cluster = tiny()
+    get_scheduler("optimal", objective="contention", workers=2).schedule(graph, cluster, seed=17)
+    assert seen[0]["seed"] == 17 and seen[0]["workers"] == 2
+    with pytest.raises(InfeasibleError, match=r"^optimal: no placement of 'tiny' found within time_limit=0\.005 s$"):
+        get_scheduler("optimal", objective="contention", time_limit=0.005).schedule(graph, cluster)
