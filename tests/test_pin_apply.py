@@ -1437,3 +1437,13 @@ def test_read_plan_of_a_document_that_is_not_a_placement_or_of_a_reading_without
 def test_a_reading_without_sources_has_no_measured_throughput(reading):
     inner = [v for v in reading.report["vertices"] if v["inputs"]]
     assert flink_apply.measured_source_rate(replace(reading, report={**reading.report, "vertices": inner})) is None
+
+
+def test_one_slot_on_a_taskmanager_the_jobmanager_no_longer_lists_is_not_to_be_had(reading, flink, tmp_path):
+    del flink.taskmanagers[TM2]
+    plan = _plan(reading, {**WHERE, RESC: [TM1, TM1, TM2]}, tmp_path / "plan.json")  # 1 slot needed on TM2
+    with pytest.raises(InputError) as short:
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, min_gain=-math.inf)
+    assert str(short.value) == (f"{plan}: TaskManager {TM2} would need 1 slots (a slot holds one subtask of a "
+                                f"vertex), it has 0 for this job (slot rule broken)")
+    _untouched(flink)
