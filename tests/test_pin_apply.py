@@ -1335,16 +1335,17 @@ def test_registered_of_a_jobmanager_listing_no_taskmanagers(router):
 
 
 def test_wait_by_default_wants_new_attempts_and_checks_the_taskmanagers_a_second_apart(flink, clock):
-    """Polled each 0.5 s: the job re-planned by a PUT runs from +0.65 and is seen at +1.0, the
-    TaskManagers checked at +0 and again at +1.0 (a second later); the same job without a
-    re-plan never shows new attempts."""
+    """Polled each 0.5 s: the same job without a re-plan never shows new attempts (a poll at
+    the deadline, +1.0, still waits; the next, +1.5, fails); re-planned by a PUT it runs from
+    +0.65 and is seen at +1.0, the TaskManagers checked at +0 and again at +1.0."""
     rest = flink_apply.FlinkRest(flink.url)
     before = flink_apply.job_view(rest, JOB)
-    with pytest.raises(flink_apply.ApplyError, match="within 0.7 s"):
-        flink_apply._wait(rest, JOB, before, P, 0.7, poll_s=0.5)
+    with pytest.raises(flink_apply.ApplyError, match="within 1 s"):
+        flink_apply._wait(rest, JOB, before, P, 1.0, poll_s=0.5)
+    assert clock.now - T0 == 1.5
     flink_apply.send(rest, "PUT", f"/jobs/{JOB}/resource-requirements", _requirements({**P, CALC: 2}, ONES))
     view, down = flink_apply._wait(rest, JOB, before, {**P, CALC: 2}, 5, poll_s=0.5, taskmanagers={TM1})
-    assert view.attempts[CALC] == [1, 1] and clock.now - T0 == 2.0  # 1.0 of the first wait, 1.0 of this one
+    assert view.attempts[CALC] == [1, 1] and clock.now - T0 == 2.5  # 1.5 of the first wait, 1.0 of this one
     assert flink.requests.count("GET /taskmanagers") == 2
 
 
@@ -1423,9 +1424,10 @@ def test_a_taskmanager_the_jobmanager_no_longer_lists_has_no_slots_for_the_plan(
 
 
 def test_read_plan_of_a_document_that_is_not_a_placement_or_of_a_reading_without_url(reading, tmp_path):
-    (tmp_path / "list.json").write_text("[]")
-    with pytest.raises(InputError):
-        flink_apply.read_plan(tmp_path / "list.json", reading, JOB)
+    for text in ("[]", "{}", '{"nodes": "x", "node": [0]}'):
+        (tmp_path / "odd.json").write_text(text)
+        with pytest.raises(InputError):
+            flink_apply.read_plan(tmp_path / "odd.json", reading, JOB)
     doc = json.loads(_plan(reading, TARGETS, tmp_path / "plan.json").read_text())
     (tmp_path / "gone.json").write_text(json.dumps({**doc, "nodes": ["tm-9", TM2]}))
     unnamed = replace(reading, report={k: v for k, v in reading.report.items() if k != "url"})
