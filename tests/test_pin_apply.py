@@ -1289,10 +1289,15 @@ def test_judge_gives_every_figure_of_the_one_reading(reading, tmp_path):
 
     machines = Cluster("lab", tuple(replace(n, capacity=64.0, cores=64, net_in=1e5, net_out=1e5)
                                     for n in reading.cluster.nodes), capacity_unit="cores")
-    basis, gain, figures = flink_apply.judge(flink_apply.with_machines(reading, machines, "lab"), plan)
+    lab = flink_apply.with_machines(reading, machines, "lab")
+    basis, gain, figures = flink_apply.judge(lab, plan)
     assert basis == "throughput"
     assert gain == pytest.approx(figures["plan_predicted_throughput"] / figures["running_predicted_throughput"] - 1)
     assert figures["running_bottleneck"].startswith("link ") and figures["plan_bottleneck"].startswith("link ")
+    # everything on TM1: no link binds, 64 cores do: a real gain
+    basis, gain, figures = flink_apply.judge(lab, Placement.build(reading.placement.node_of * 0))
+    assert gain > 1 and gain == pytest.approx(
+        figures["plan_predicted_throughput"] / figures["running_predicted_throughput"] - 1)
     assert figures["running_predicted_remote_bytes_per_s"] == pytest.approx(running)
 
 
