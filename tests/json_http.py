@@ -3,7 +3,10 @@
 ``lock``, which a test also takes to change what ``answer`` serves). A misbehaving server:
 ``(status, body, seconds)`` sends the body one byte every ``seconds`` (after the lock is
 released); a status of None closes the connection without an answer, after ``seconds`` of
-silence when they are given (a server that never answers, while it answers other requests)."""
+silence when they are given (a server that never answers, while it answers other requests).
+With ``write``, PUT, POST and PATCH are answered by ``write(method, path parts, query, body
+bytes, headers) -> (status, body bytes)`` (``headers`` with ``path``: the path as sent); a
+status of None closes the connection, after ``body`` seconds when that is a number."""
 
 from __future__ import annotations
 
@@ -13,8 +16,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
 
 
+def _close_or_send(handler: BaseHTTPRequestHandler, status, body, wait: float | None = None) -> bool:
+    """Close without an answer (status None, after ``wait`` seconds) or send the headers of a
+    JSON answer; True when the body is to be written."""
+    if status is None:
+        if wait:
+            time.sleep(wait)
+        handler.close_connection = True
+        return False
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    return True
+
+
 class JsonServer:
-    def __init__(self, answer):
+    def __init__(self, answer, write=None):
         self.lock = lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
@@ -22,15 +40,8 @@ class JsonServer:
                 url = urlparse(self.path)
                 with lock:
                     status, body, *trickle = answer([unquote(p) for p in url.path.split("/") if p], url.query)
-                if status is None:
-                    if trickle:
-                        time.sleep(trickle[0])
-                    self.close_connection = True
+                if not _close_or_send(self, status, body, trickle[0] if trickle else None):
                     return
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
                 if not trickle:
                     self.wfile.write(body)
                     return
@@ -41,6 +52,18 @@ class JsonServer:
                     except OSError:
                         return
                     time.sleep(trickle[0])
+
+            def do_write(self):
+                url = urlparse(self.path)
+                sent = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with lock:
+                    status, body = write(self.command, [unquote(p) for p in url.path.split("/") if p], url.query,
+                                         sent, {**self.headers, "path": self.requestline.split()[1]})
+                if _close_or_send(self, status, body, body if isinstance(body, float) else None):
+                    self.wfile.write(body)
+
+            if write is not None:
+                do_PUT = do_POST = do_PATCH = do_write  # noqa: N815 (http.server's names)
 
             def log_message(self, *args):
                 pass

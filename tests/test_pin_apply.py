@@ -26,11 +26,9 @@ from __future__ import annotations
 import json
 import math
 import socket
-import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -77,37 +75,12 @@ class Clock:
         self.now += seconds
 
 
-def _answer_writes(server: JsonServer, write) -> None:
-    """PUT/POST/PATCH on ``server``: ``write(method, path parts, query, body bytes, headers)``."""
-
-    def do_write(self):
-        url = urlparse(self.path)
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        with server.lock:
-            status, data = write(self.command, [unquote(p) for p in url.path.split("/") if p], url.query, body,
-                                 {**self.headers, "path": self.requestline.split()[1]})  # as sent
-        if status is None:  # the connection closed without an answer (after ``data`` seconds if a number)
-            if isinstance(data, float):
-                time.sleep(data)
-            self.close_connection = True
-            return
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    handler = server.httpd.RequestHandlerClass
-    handler.do_PUT = handler.do_POST = handler.do_PATCH = do_write
-
-
 class Router:
     """One local server for the module (a server takes half a second to shut down): each test
     says what answers it (``serve``)."""
 
     def __init__(self):
-        self.server = JsonServer(lambda parts, query: self.get(parts, query))
-        _answer_writes(self.server, lambda *args: self.put(*args))
+        self.server = JsonServer(lambda parts, query: self.get(parts, query), write=lambda *args: self.put(*args))
         self.url = self.server.url
 
     def serve(self, get, put=lambda *args: (405, b'{"errors": ["Method not allowed"]}')) -> str:
