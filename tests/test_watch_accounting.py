@@ -290,3 +290,32 @@ def test_storm_ui_collector_chunks_feed_watch_and_ingest_in_cores(spark_small, s
         rate = {(ids[s], ids[d]): r for s, d, r in zip(graph.src.tolist(), graph.dst.tolist(), graph.rate.tolist())}
         assert rate[(25, 17)] == pytest.approx(300000 / 1400400 * 186760 / 600)
         assert graph.load[ids.index(17)] == pytest.approx(186760 * 0.350 / 1000 / 600)
+
+
+def test_a_batch_the_runs_stop_interrupts_is_undone_and_read_again_by_the_next_run(spark_small, tmp_path):
+    """The live loop's stop (SIGTERM after an apply) stops the query while a batch runs: that
+    batch's Spark call fails. The run ends without an error (it was its own stop), the batch's
+    counts are undone, and the next run reads its rows again: every row counted once."""
+    import threading
+
+    arriving, store = tmp_path / "arriving", tmp_path / "store"
+    arriving.mkdir()
+    rows = [f"{T0 + t},app,0,1,2,10" for t in range(25)]
+    _traffic(arriving / "traffic-a.csv", rows)
+    stop = threading.Event()
+
+    class _StopsMidBatch(_Recorder):
+        def on_graph(self, graph, snapshot=None):
+            stop.set()  # the loop's stop, seen by the run within one poll
+            while not watch._stopping:
+                stop.wait(0.05)
+            raise RuntimeError("py4j: the interrupted Spark call")
+
+    watch = Watch(spark_small, arriving, store, _StopsMidBatch(), window_s=10)
+    first = watch.run(poll_s=1, stop=stop, timeout_s=120)
+    assert first["rows_read"] == 0 and first["windows"] == []
+    assert watch.state["batch_id"] == -1 and watch.state["open"] == {}
+    recorder = _Recorder()
+    second = Watch(spark_small, arriving, store, recorder, window_s=10).run(available_now=True)
+    assert second["rows_read"] == len(rows) and second["rows_accepted"] == len(rows)
+    assert [g.rate[0] for g, _ in recorder.graphs] == [2.0, 2.0]

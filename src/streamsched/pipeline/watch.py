@@ -31,6 +31,7 @@ batch ``ingest`` only.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import json
 import math
@@ -61,6 +62,7 @@ from streamsched.pipeline.store import list_snapshots, read_manifest, write_snap
 PATTERNS = ("traffic*.csv", "load*.csv")
 STATE_VERSION = 1
 KEEP_WINDOWS = 1000
+INTERRUPTED = "watch: batch interrupted by the run's stop"
 _COLUMNS = ["source", "kind", "reason", "raw", "ts", "topology", "a", "b", "operator", "v1", "v2"]
 
 
@@ -158,6 +160,7 @@ class Watch:
         self.snapshots: list[str] = []
         self._lock = threading.Lock()
         self._stopping = False  # set by run() before it stops the query (see _on_batch)
+        self._interrupted = False  # a batch was undone by that stop
         self.checkpoint = self.store / "checkpoints" / "watch"
         self.quarantine = self.store / "quarantine" / "watch"
         self.run_counts = _counts()          # rows of this run's micro-batches
@@ -253,15 +256,19 @@ class Watch:
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
         """:meth:`_batch`, except that a batch the run's own stop interrupted (Ctrl-C, the
-        timeout, an error seen between batches) ends in a short exception: the interrupted
+        timeout, the live loop's stop) is undone and ends in a short exception: the interrupted
         Spark call's Java trace, handed back in the query's error, makes Spark's own check
         "was this query stopped?" (a regex over that text, StreamExecution.isInterruptionException)
-        overflow the stream thread's stack, printing about 1,000 frames on stderr."""
+        overflow the stream thread's stack, printing about 1,000 frames on stderr. The undone
+        batch is not committed, so the next run reads it again: counted once."""
+        before = copy.deepcopy((self.state, self.run_counts, self.run_without_window, self.windows_touched))
         try:
             self._batch(batch, batch_id)
         except Exception:
             if self._stopping:
-                raise RuntimeError("watch: batch interrupted by the run's stop") from None
+                self.state, self.run_counts, self.run_without_window, self.windows_touched = before
+                self._interrupted = True
+                raise RuntimeError(INTERRUPTED) from None
             raise
 
     def _batch(self, batch: DataFrame, batch_id: int) -> None:
@@ -394,7 +401,7 @@ class Watch:
     # ------------------------------------------------------------------ running
     def start(self, available_now: bool = False, poll_s: float = 5.0) -> list:
         """Start the query; ``available_now`` processes the files present and stops."""
-        self._stopping = False
+        self._stopping = self._interrupted = False
         frames = []
         for kind in ("traffic", "load"):
             with python_workers(self.spark):
@@ -424,8 +431,9 @@ class Watch:
             for q in queries:
                 q.stop()
         for q in queries:
-            if q.exception() is not None:
-                raise RuntimeError(f"watch: the streaming query failed: {q.exception()}")
+            error = q.exception()
+            if error is not None and not (self._interrupted and INTERRUPTED in str(error)):
+                raise RuntimeError(f"watch: the streaming query failed: {error}")
         self.check_files()
         self._save_state()
         return self.report()
