@@ -247,8 +247,10 @@ def apply_plan(cluster: local.LocalFlink, job_id: str, node_of: np.ndarray, read
     placement = Placement.build(np.array([reading_names.index(names[k]) for k in node_of], dtype=np.int64))
     path = work / f"{name}.json"
     placement.write(path, reading.graph, reading.cluster)
+    # the lab's cluster file: TaskManagers that REST shows alike (slots, memory) but whose CPU quotas
+    # or links differ are not interchangeable, so apply must not swap them to move fewer subtasks
     result = flink_apply.apply(cluster.url, path, job_id=job_id, settle_s=0, window_s=3, before=reading,
-                               min_gain=-math.inf, log=lambda m: log(f"    {m}"))
+                               min_gain=-math.inf, machines=lab_cluster, log=lambda m: log(f"    {m}"))
     return {"applied": result.applied, "reason": result.reason, "moved": len(result.moved),
             "downtime_s": result.downtime_s}
 
