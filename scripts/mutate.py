@@ -39,11 +39,9 @@ TESTS = {
     "schedulers/optimal.py": ["tests/test_optimal_scheduler.py", "tests/test_contention.py"],
     "engines/flink/apply.py": ["tests/test_apply_offline.py", "tests/test_faults_offline.py"],
 }
-#: Fast tests left out of a module's runs (``-k``), slow ones that every surviving mutant would run
-#: again (a few seconds each of Storm's 140 stored topologies): the score is then a lower bound.
-SKIP = {"engines/storm/nimbus.py": "not every_topology and not largecluster03",
-        # optimal's own tests, which run CAPS only to get plans to compare with (half the time)
-        "schedulers/caps.py": "not optimal_contention"}
+#: Fast tests left out of a module's runs (``-k``), each a few seconds of Storm's 140 stored topologies
+#: that every surviving mutant of the reader would run again: the score is then a lower bound.
+SKIP = {"engines/storm/nimbus.py": "not every_topology and not largecluster03"}
 #: Modules whose file name is shared by another module: their pin tests carry the package too.
 QUALIFIED = {"model/contention.py": "model_contention", "solvers/contention.py": "solvers_contention"}
 
