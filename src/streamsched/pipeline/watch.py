@@ -31,6 +31,7 @@ batch ``ingest`` only.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fnmatch
 import json
@@ -63,6 +64,7 @@ PATTERNS = ("traffic*.csv", "load*.csv")
 STATE_VERSION = 1
 KEEP_WINDOWS = 1000
 INTERRUPTED = "watch: batch interrupted by the run's stop"
+STREAMING_LOGGER = "org.apache.spark.sql.execution.streaming"
 _COLUMNS = ["source", "kind", "reason", "raw", "ts", "topology", "a", "b", "operator", "v1", "v2"]
 
 
@@ -137,6 +139,22 @@ def _header_problem(path: str) -> dict[str, str] | None:
     if [c.strip().strip('"') for c in first.split(",")] == list(fields_of(kind)):
         return None
     return {"source": path, "kind": kind, "raw": first[:1000], "reason": "bad_header"}
+
+
+@contextlib.contextmanager
+def _quiet_streaming_errors(spark: SparkSession):
+    """Spark's streaming loggers off while the run stops its own query: a batch that stop
+    interrupts is undone (:meth:`Watch._on_batch`), not an error, yet Spark would log it as the
+    query's error with the batch's Python traceback. A real error still reaches :meth:`Watch.run`
+    through the query's exception."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    logger = log4j.LogManager.getLogger(STREAMING_LOGGER)
+    level = logger.getLevel()
+    log4j.core.config.Configurator.setLevel(STREAMING_LOGGER, log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        log4j.core.config.Configurator.setLevel(STREAMING_LOGGER, level)
 
 
 def _local_path(source: str) -> str:
@@ -428,8 +446,9 @@ class Watch:
                     break
         finally:
             self._stopping = True
-            for q in queries:
-                q.stop()
+            with _quiet_streaming_errors(self.spark):
+                for q in queries:
+                    q.stop()
         for q in queries:
             error = q.exception()
             if error is not None and not (self._interrupted and INTERRUPTED in str(error)):
