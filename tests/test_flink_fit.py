@@ -107,6 +107,34 @@ def test_leave_one_placement_out_predicts_each_from_the_reference():
             assert h["predicted"] == pytest.approx(want, rel=1e-6)
 
 
+def test_prior_fits_the_references_submissions_alone_and_recovers_the_costs_from_them():
+    """Three submissions of the reference (split, sources-together, apart: enough to identify
+    base, both operators and the remote record) and one plan whose CPU readings are off: the
+    prior fit recovers COST from the submissions alone, so it predicts the plan as the true
+    costs do, its error against the plan's measured median; the submissions get no prior."""
+    cluster = Cluster.from_dict({"name": "lab", "nodes": [{"name": "a", "capacity": 1.0, "net_in": 1e9, "net_out": 1e9},
+                                                          {"name": "b", "capacity": 1.0, "net_in": 1e9, "net_out": 1e9}]})
+    names = {"split": "flink-default#1", "sources-together": "flink-default#2", "apart": "flink-default#3",
+             "one-calc-away": "plan"}
+    # the plan's CPU readings off by 30 %: a fit that used them would not recover the costs
+    got = [flink_fit.Window(names[w.placement], w.graph, w.taskmanagers, w.throughput,
+                            {tm: c * (1.3 if w.placement == "one-calc-away" else 1.0) for tm, c in w.cpu.items()},
+                            w.links) for w in windows()]
+    defaults = [w for w in got if w.placement != "plan"]
+    assert flink_fit.fit(defaults, cluster).operator_cpu == pytest.approx(COST, rel=1e-6)
+    held = {h["placement"]: h for h in flink_fit.held_out(got, cluster, "flink-default")}
+    assert all(held[p]["prior"] is None and held[p]["prior_error"] is None for p in names.values() if p != "plan")
+    ref = [w for w in got if w.placement == "flink-default#3"][-1]
+    truth = flink_fit.predict(flink_fit.fit(windows(), cluster), ref, cluster, PLACEMENTS["one-calc-away"]).throughput
+    assert held["plan"]["prior"] == pytest.approx(truth, rel=1e-6)
+    # CPU binds (links of 1 GB/s): a fit that used the plan's readings predicts it otherwise
+    assert flink_fit.predict(flink_fit.fit(got, cluster), ref, cluster, PLACEMENTS["one-calc-away"]).throughput \
+        != pytest.approx(truth, rel=1e-3)
+    measured = float(np.median([w.throughput for w in got if w.placement == "plan"]))
+    assert measured == pytest.approx((200.0 + 300.0) / 2)
+    assert held["plan"]["prior_error"] == pytest.approx(abs(truth - measured) / measured, rel=1e-9)
+
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.pop("cells"), "list 'cells'"),
     (lambda d: d["cells"][0]["placements"]["p"][0]["windows"][0].pop("cpu_cores"), "cpu_cores"),

@@ -133,12 +133,16 @@ def fit_flink_command(
             f"{model['base_cores']:.2f} cores; links carry {model['link_efficiency']:.1%} payload "
             f"({model['windows']} windows, {model['placements']} placements, CPU residual "
             f"{model['cpu_residual_rel']:.1%})", highlight=False)
-        table = Table("placement", "measured records/s", "predicted (held out)", "error", "'nothing changes' error")
+        table = Table("placement", "measured records/s", "predicted (held out)", "error", "'nothing changes' error",
+                      f"predicted (fit on {reference} alone)", "error")
         for h in cell["held_out"]:
+            prior = ("", "") if h["prior"] is None else (_fixed(h["prior"], 4), f"{h['prior_error']:.1%}")
             table.add_row(h["placement"], _fixed(h["measured"], 4), _fixed(h["predicted"], 4), f"{h['error']:.1%}",
-                          f"{h['unchanged_error']:.1%}")
+                          f"{h['unchanged_error']:.1%}", *prior)
         console.print(table)
         errors = [h["error"] for h in cell["held_out"]]
+        priors = [h["prior_error"] for h in cell["held_out"] if h["prior_error"] is not None]
         console.print(f"median held-out error {statistics.median(errors):.1%} against "
                       f"{statistics.median(h['unchanged_error'] for h in cell['held_out']):.1%} for "
-                      f"'nothing changes'", highlight=False)
+                      f"'nothing changes'; fitted on {reference} alone {statistics.median(priors):.1%}"
+                      f" ({len(priors)} placements)", highlight=False)

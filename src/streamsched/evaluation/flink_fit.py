@@ -29,7 +29,9 @@ task's load ``c_o p_t`` (cores at the reading's rate), each node's CPU ``cap_k -
 
 Held out (:func:`held_out`): each placement is predicted by a fit on the others' windows alone,
 from the reference placement's reading; the baseline is "placement changes nothing" (the
-reference's measured throughput for every placement).
+reference's measured throughput for every placement). Prior: each placement predicted by a fit
+on the reference's windows alone (Flink's default, its submissions), the only measurements
+there are before a plan runs.
 """
 
 from __future__ import annotations
@@ -204,28 +206,41 @@ def predict(model: FlinkFit, reading: Window, cluster: Cluster, taskmanagers: Se
     return predict_throughput(loaded, machines, node_of, model.net_cpu_per_record)
 
 
+def _by_placement(windows: Sequence[Window], reference: str) -> tuple[dict[str, list[Window]], str, list[str]]:
+    """Windows per placement, the reference's name (of several submissions ``reference#k``, the
+    last's: the plans were made on its reading) and the names of all its submissions."""
+    by: dict[str, list[Window]] = {}
+    for w in windows:
+        by.setdefault(w.placement, []).append(w)
+    submissions = [p for p in by if p == reference or p.startswith(f"{reference}#")]
+    if reference not in by and submissions:
+        reference = submissions[-1]
+    if reference not in by or len(by) < 3:
+        raise InputError(f"fit: leave-one-out needs the reference {reference!r} and at least 2 other placements")
+    return by, reference, submissions
+
+
 def held_out(windows: Sequence[Window], cluster: Cluster, reference: str) -> list[dict[str, Any]]:
     """Leave one placement out: each placement's median throughput predicted from the
     ``reference`` placement's last window (of several submissions ``reference#k``, the last's)
     by a fit on the other placements' windows (the reference itself from the next placement's
-    window), beside "nothing changes"."""
-    by = {}
-    for w in windows:
-        by.setdefault(w.placement, []).append(w)
-    if reference not in by:  # several submissions of it: the last, whose reading the plans were made on
-        reference = next((p for p in reversed(list(by)) if p.startswith(f"{reference}#")), reference)
-    if reference not in by or len(by) < 3:
-        raise InputError(f"fit: leave-one-out needs the reference {reference!r} and at least 2 other placements")
+    window), beside "nothing changes"; and ``prior``: predicted by a fit on the reference's
+    submissions alone (what the measurements taken before any plan ran predict; ``None`` for
+    the reference's own submissions)."""
+    by, reference, submissions = _by_placement(windows, reference)
+    before = fit([w for p in submissions for w in by[p]], cluster)
     out = []
     for name, own in by.items():
         base = reference if name != reference else next(p for p in by if p != reference)
-        rest = [w for w in windows if w.placement != name]
-        model = fit(rest, cluster)
+        model = fit([w for w in windows if w.placement != name], cluster)
         measured = statistics.median(w.throughput for w in own)
         predicted = predict(model, by[base][-1], cluster, own[-1].taskmanagers).throughput
+        prior = None if name in submissions else predict(before, by[reference][-1], cluster,
+                                                         own[-1].taskmanagers).throughput
         unchanged = statistics.median(w.throughput for w in by[base])
         out.append({"placement": name, "from": base, "measured": measured, "predicted": predicted,
-                    "error": abs(predicted - measured) / measured, "unchanged_error": abs(unchanged - measured) / measured})
+                    "error": abs(predicted - measured) / measured, "unchanged_error": abs(unchanged - measured) / measured,
+                    "prior": prior, "prior_error": None if prior is None else abs(prior - measured) / measured})
     return out
 
 
