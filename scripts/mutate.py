@@ -113,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     configure(target, module, tests)
     # made now: a directory on PYTHONPATH missing at start-up would stay unsearched in mutmut's process
     (target / "mutants" / "src").mkdir(parents=True)
-    env = dict(os.environ, STREAMSCHED_TEST_TIER="fast",
+    # the mutants' pytest sessions keep their temporary directories under the scratch copy: in the
+    # shared /tmp/pytest-of-<user> each new session deletes the oldest, those of another test run too
+    # (a running Flink's among them)
+    (target / "tmp").mkdir(exist_ok=True)
+    env = dict(os.environ, STREAMSCHED_TEST_TIER="fast", TMPDIR=str(target / "tmp"),
                # a test's subprocess (the CLI as a command) imports the mutated copy too
                PYTHONPATH=os.pathsep.join([str(target / "mutants" / "src"), os.environ.get("PYTHONPATH", "")]))
     print(f"mutate: {module} in {target.relative_to(ROOT)} with {' '.join(tests)}", flush=True)
