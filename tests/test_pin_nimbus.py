@@ -347,3 +347,34 @@ def test_an_unset_parallelism_hint_is_one_executor(tmp_path):
     code = write(tmp_path, "n", {"topology.name": "N", "topology.acker.executors": 0}, {"s": (None, None, [])}, {})
     topology = nimbus.read_topology(code, executors="hint")
     assert topology.components[0].executors == 1 and topology.graph.n_tasks == 1
+
+
+def test_loads_are_in_cores_and_a_bad_acker_conf_value_names_the_conf(tmp_path):
+    """Storm's CPU is percent of a core: 10 % (the default) is load 0.1 in cores, the unit the
+    cluster's capacities are read in. An acker's bad CPU value names the conf file and the key it
+    was read from (it named the components' key before)."""
+    code = write(tmp_path, "u", {"topology.name": "U"}, {"s": (2, None, [])}, {})
+    graph = nimbus.read_topology(code).graph
+    assert graph.load_unit == "cores" and graph.load.tolist() == [0.1, 0.1]
+    bad = write(tmp_path, "a", {"topology.name": "A", "topology.acker.cpu.pcore.percent": "lots"},
+                {"s": (1, None, [])}, {})
+    with pytest.raises(InputError) as info:
+        nimbus.read_topology(bad, ackers=True)
+    assert str(info.value) == (f"{tmp_path / ('a' + nimbus.CONF_SUFFIX)}: topology.acker.cpu.pcore.percent is "
+                               "'lots'; expected a number >= 0")
+
+
+def test_a_file_thrift_cannot_decode_names_thrifts_error(tmp_path):
+    """The error names the exception thriftpy2 raises on the same bytes, and its message."""
+    from thriftpy2.protocol import TBinaryProtocolFactory
+    from thriftpy2.utils import deserialize
+
+    data = b"\x0b\x00\x01\xff\xff\xff\xff"  # a string field of length -1
+    junk = tmp_path / f"j{nimbus.CODE_SUFFIX}"
+    junk.write_bytes(gzip.compress(data))
+    with pytest.raises(Exception) as raised:
+        deserialize(nimbus._thrift().StormTopology(), data, TBinaryProtocolFactory())
+    with pytest.raises(InputError) as info:
+        nimbus.decode_topology(junk)
+    assert str(info.value) == (f"{junk}: not a Thrift-binary StormTopology "
+                               f"({type(raised.value).__name__}: {raised.value})")

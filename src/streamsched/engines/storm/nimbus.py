@@ -176,12 +176,12 @@ def _resources(json_conf: Mapping[str, Any], conf: Mapping[str, Any], where: str
         given.update({k: mapped[k] for k in (CPU_KEY, ONHEAP_KEY, OFFHEAP_KEY) if mapped.get(k) is not None})
     out = []
     for key, default in ((CPU_KEY, DEFAULT_CPU_PCT), (ONHEAP_KEY, DEFAULT_ONHEAP_MB), (OFFHEAP_KEY, DEFAULT_OFFHEAP_MB)):
-        value = given.get(key)
+        source, value = key, given.get(key)
         if value is None and acker:
-            value = conf.get(ACKER_KEYS[key])
+            source, value = ACKER_KEYS[key], conf.get(ACKER_KEYS[key])
         if value is None:
-            value = conf.get(key)
-        out.append(_number(value, where, key, default))
+            source, value = key, conf.get(key)
+        out.append(_number(value, where, source, default))
     return tuple(out)
 
 
