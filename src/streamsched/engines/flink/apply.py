@@ -397,6 +397,15 @@ def with_machines(reading: FlinkReading, cluster: Cluster, where: str) -> FlinkR
     return replace(reading, cluster=replace(reading.cluster, nodes=nodes))
 
 
+def measured_figures(reading: FlinkReading) -> dict[str, Any]:
+    """What ``reading`` measured: its window, where its rates come from, the sources' records/s,
+    the records/s exchanged and the bytes/s received from other TaskManagers (no prediction: the
+    figures ``apply`` reports after it moved the job)."""
+    return {"window_s": reading.report.get("window_s"), "rates_from": reading.report.get("rates_from"),
+            "measured_throughput": measured_source_rate(reading), "exchanged_records_per_s": reading.graph.total_rate,
+            "measured_remote_bytes_per_s": reading.report["measured_per_s"].get("bytes_in_remote")}
+
+
 def judge(reading: FlinkReading, plan: Placement) -> tuple[str, float, dict[str, Any]]:
     """The plan against the running placement, both predicted from one reading: the basis of
     the gain, the gain (fraction, higher is better) and the reading's figures. Where every
@@ -411,10 +420,7 @@ def judge(reading: FlinkReading, plan: Placement) -> tuple[str, float, dict[str,
         now = predict_throughput(reading.graph, reading.cluster, reading.placement.node_of)
         then = predict_throughput(reading.graph, reading.cluster, plan.node_of)
     figures = {
-        "job_id": reading.report.get("job_id"), "window_s": reading.report.get("window_s"),
-        "rates_from": reading.report.get("rates_from"),
-        "measured_throughput": measured_source_rate(reading), "exchanged_records_per_s": reading.graph.total_rate,
-        "measured_remote_bytes_per_s": reading.report["measured_per_s"].get("bytes_in_remote"),
+        "job_id": reading.report.get("job_id"), **measured_figures(reading),
         "running_predicted_remote_bytes_per_s": running, "plan_predicted_remote_bytes_per_s": planned,
         "running_predicted_throughput": now.throughput if links else None,
         "plan_predicted_throughput": then.throughput if links else None,
@@ -719,7 +725,5 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
     except StreamschedError as exc:  # applied all the same: the reading after is what is missing
         result.reason += f"; the reading after it failed ({exc})"
         return result
-    _basis, _gain, now = judge(later if machines is None else with_machines(later, machines, machines.name), plan)
-    result.after = {k: now[k] for k in ("window_s", "rates_from", "measured_throughput", "measured_remote_bytes_per_s",
-                                        "exchanged_records_per_s")}
+    result.after = measured_figures(later)
     return result
