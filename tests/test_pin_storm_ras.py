@@ -156,3 +156,48 @@ def test_availability_with_one_resource_missing_everywhere_uses_the_other_alone(
         mean, low = availability(np.array([0.0, 1.0]), np.array([0.0, 0.5]), np.array([0.0, 2.0]),
                                  np.array([0.0, 2.0]))  # neither; then both
         assert mean.tolist() == [1.0, 0.375] and low.tolist() == [1.0, 0.25]
+
+
+def test_the_rack_totals_kept_between_sorts_and_the_resumed_order_agree_with_recomputing_them(monkeypatch):
+    """Random tight clusters of 2-3 racks where the search backtracks: after every step the
+    racks' available CPU, memory and executor counts kept incrementally equal those recomputed
+    from the search's state, and the full order a resume walks (``full_order``) gives the same
+    first fit as the lazy per-rack lookup (``first``) on the same sort."""
+    from streamsched.schedulers import storm_ras
+
+    original = storm_ras.RackFirst.__call__
+    resumes = []
+
+    def checked(self, position, resume):
+        out = original(self, position, resume)
+        kept = (self.rack_cpu.copy(), self.rack_mem.copy(), self.rack_count.copy())
+        self.totals()
+        assert np.allclose(kept[0], self.rack_cpu) and np.allclose(kept[1], self.rack_mem)
+        assert kept[2].tolist() == self.rack_count.tolist()
+        self.rack_cpu, self.rack_mem, self.rack_count = kept
+        task, sorting = self.order[position], self.sorting
+        order = sorting.full_order()
+        fitting = order[self.search.fits(task, order)]
+        if resume is None:
+            assert out[0] == (int(fitting[0]) if fitting.size else -1)
+        resumes.append(resume is not None)
+        return out
+
+    monkeypatch.setattr(storm_ras.RackFirst, "__call__", checked)
+    rng = np.random.default_rng(7)
+    placed = 0
+    for _ in range(60):
+        nodes = [(f"n{k}", f"r{rng.integers(3)}", float(rng.integers(2, 6)), float(rng.integers(2, 6)),
+                  int(rng.integers(1, 4))) for k in range(int(rng.integers(3, 6)))]
+        n_tasks = int(rng.integers(3, 8))
+        ops = sorted(rng.integers(0, 2, n_tasks).tolist())
+        ops[0] = 0
+        cores, gb = rng.uniform(0.5, 3.0, n_tasks).round(1), rng.uniform(0.5, 3.0, n_tasks).round(1)
+        src = [s for s in range(n_tasks) for d in range(n_tasks) if ops[s] == 0 and ops[d] == 1]
+        dst = [d for s in range(n_tasks) for d in range(n_tasks) if ops[s] == 0 and ops[d] == 1]
+        try:
+            place(graph_of(ops, cores.tolist(), gb.tolist(), src=src, dst=dst), cluster_of(*nodes))
+            placed += 1
+        except InfeasibleError:  # PackingFailed too: no fit even with backtracking
+            pass
+    assert placed >= 10 and sum(resumes) >= 10  # backtracking was exercised
