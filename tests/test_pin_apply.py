@@ -1427,3 +1427,29 @@ def test_one_slot_on_a_taskmanager_the_jobmanager_no_longer_lists_is_not_to_be_h
     assert str(short.value) == (f"{plan}: TaskManager {TM2} would need 1 slots (a slot holds one subtask of a "
                                 f"vertex), it has 0 for this job (slot rule broken)")
     _untouched(flink)
+
+
+@pytest.mark.parametrize("running, planned, gain", [
+    (0.0, 5.0, 0.0),  # nothing predicted for the running placement: no ratio, no gain claimed
+    (math.inf, 5.0, 0.0),  # nothing binds the running placement: nothing to gain
+    (0.5, 1.0, 1.0), (1.0, 3.0, 2.0), (4.0, 2.0, -0.5), (4.0, math.inf, math.inf),
+])
+def test_judges_gain_in_throughput_is_the_ratio_of_the_predictions_where_it_has_one(reading, monkeypatch,
+                                                                                   running, planned, gain):
+    """The gain in throughput is ``plan / running - 1``, 0 where the running placement's prediction
+    is 0 or infinite (either way no ratio says what the plan gains); the predictions here are
+    given, the placements told apart by their node of task 0."""
+    from types import SimpleNamespace
+
+    from streamsched.model import Cluster
+
+    machines = Cluster("lab", tuple(replace(n, capacity=64.0, cores=64, net_in=1e5, net_out=1e5)
+                                    for n in reading.cluster.nodes), capacity_unit="cores")
+    lab = flink_apply.with_machines(reading, machines, "lab")
+    plan = Placement.build([1 if k == 0 else 0 for k in reading.placement.node_of.tolist()])
+    predictions = {int(reading.placement.node_of[0]): running, int(plan.node_of[0]): planned}
+    monkeypatch.setattr(flink_apply, "predict_throughput", lambda graph, cluster, node_of: SimpleNamespace(
+        throughput=predictions[int(node_of[0])], bottleneck="b"))
+    basis, got, figures = flink_apply.judge(lab, plan)
+    assert basis == "throughput" and got == gain
+    assert (figures["running_predicted_throughput"], figures["plan_predicted_throughput"]) == (running, planned)
