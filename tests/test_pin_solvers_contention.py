@@ -169,6 +169,19 @@ def test_the_weighted_sum_is_the_brute_force_minimum_up_to_its_rounding(seed):
     assert out.bound == {"weighted": out.stages[0]["bound"]} and out.stages[0]["bound"] <= values[0] + 1e-9
 
 
+def test_a_span_of_zero_leaves_its_dimension_out_of_the_weighted_sum():
+    """Spans (0, 1, 1): compute counts for nothing (its span says no plan differs in it), the
+    objective is state + network, and the stage's value is that sum (it raised ZeroDivisionError)."""
+    prof = profile([2, 2, 1], [[3, 1, 4], [5, 9, 2], [6, 5, 0]], ["FORWARD", "HASH", ""], [[1], [2], []])
+    limits = np.array([3, 3])
+    _, costs = every_plan(prof, limits)
+    tops = costs.max(axis=1)
+    out = solve(prof, limits, objective="weighted", weights=(1.0, 1.0, 1.0), spans=(0.0, 1.0, 1.0))
+    assert out.status == "optimal"
+    assert out.stages[0]["value"] == pytest.approx(out.cost["state"] + out.cost["network"], rel=1e-12)
+    assert out.stages[0]["value"] == pytest.approx((tops[:, 1] + tops[:, 2]).min(), abs=2 / 2**12)
+
+
 def test_a_weight_of_one_on_one_dimension_gives_its_exact_minimum():
     """Integer costs (distinct values at least 1 apart, far beyond the rounding): weights
     (0, 0, 1) minimise the network bottleneck exactly, (1, 0, 0) the compute one."""

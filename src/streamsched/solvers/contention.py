@@ -192,7 +192,7 @@ def _true_value(name: str, solution: ContentionSolution, weights, spans) -> floa
         return solution.cost[name]
     if name == "traffic":
         return solution.network_total
-    return float(sum(w * solution.cost[d] / s for d, w, s in zip(DIMENSIONS, weights, spans)))
+    return float(sum(w * solution.cost[d] / s for d, w, s in zip(DIMENSIONS, weights, spans) if s > 0))
 
 
 class _Model:
