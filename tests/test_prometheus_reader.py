@@ -207,7 +207,7 @@ def test_bad_prometheus_answers_are_one_line_and_write_nothing(tmp_path, capsys,
 def test_loop_metrics_are_served_in_prometheus_text():
     import urllib.request
 
-    from streamsched.schedulers.replanning import Decision
+    from streamsched.model.decision import Decision
 
     metrics = LoopMetrics()
     port = metrics.serve(0)

@@ -61,6 +61,7 @@ from streamsched.engines.flink import apply as flink_apply
 from streamsched.errors import InputError, StreamschedError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
+from streamsched.model.decision import Decision
 from streamsched.model.placement import Placement
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.throughput import predict_throughput
@@ -153,28 +154,6 @@ class GridCollector(FlinkCollector):
 
 
 @dataclass
-class LoopDecision:
-    """One window's decision, in the fields the watch's report and the loop's metrics read
-    (those of :class:`streamsched.schedulers.replanning.Decision`)."""
-
-    topology: str
-    trigger: str
-    emitted: bool
-    why: str
-    traffic_current: float | None
-    traffic_proposed: float
-    improvement_pct: float | None
-    moved: int
-    snapshot: str | None = None
-    assignment: str | None = None
-    measured_before: float | None = None
-    measured_after: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
 class LiveLoop:
     """The re-planning step of ``watch --apply-flink`` (module docstring): ``on_graph`` per
     window, ``on_cluster`` when the cluster file changes."""
@@ -196,7 +175,7 @@ class LiveLoop:
     log: Callable[[str], None] = lambda message: None
     apply_fn: Callable[..., Any] = flink_apply.apply
     record_apply: Callable[[float, int], None] = lambda downtime, moved: None
-    decisions: list[LoopDecision] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.confirm < 1:
@@ -236,7 +215,7 @@ class LiveLoop:
         self.log(f"cluster file changed: {', '.join(_links(cluster))}")
         return []
 
-    def on_graph(self, graph: TaskGraph, snapshot: str | None = None) -> LoopDecision | None:
+    def on_graph(self, graph: TaskGraph, snapshot: str | None = None) -> Decision | None:
         manifest = read_manifest(snapshot) if snapshot else {}
         window = manifest.get("window") or {}
         end = float(window.get("end", time.time()))
@@ -259,7 +238,7 @@ class LiveLoop:
                 decision = self._decide(graph, snapshot, start, end, row, overlaps)
             except StreamschedError as exc:
                 row.update(decision="error", why=str(exc))
-                decision = LoopDecision(graph.name, "snapshot", False, "error", None, 0.0, None, 0, snapshot)
+                decision = Decision(graph.name, "snapshot", False, "error", None, 0.0, None, 0, snapshot)
             self._journal(row)
             self.decisions.append(decision)
         finally:
@@ -272,18 +251,18 @@ class LiveLoop:
 
     # ------------------------------------------------------------------ steps
     def _decide(self, graph: TaskGraph, snapshot: str | None, start: float, end: float,
-                row: dict[str, Any], overlaps: bool) -> LoopDecision:
+                row: dict[str, Any], overlaps: bool) -> Decision:
         measured_remote = row["measured"]["remote_bytes_per_s"]
         latest = self.collector.latest_reading()
         if latest is None or latest[1].graph.name != graph.name:
             row.update(decision="skip", why=f"not the job the loop applies to ({self.job_id})" if latest else
                        "no reading of the job yet")
-            return LoopDecision(graph.name, "snapshot", False, row["decision"], None, 0.0, None, 0, snapshot)
+            return Decision(graph.name, "snapshot", False, row["decision"], None, 0.0, None, 0, snapshot)
         reading = latest[1]
         if overlaps:
             self.streak = 0  # its rates include the downtime (and maybe the rescale's other parallelism)
             row.update(decision="settling", why="the window's readings overlap the last apply")
-            return LoopDecision(graph.name, "snapshot", False, "settling", 0.0, 0.0, None, 0, snapshot,
+            return Decision(graph.name, "snapshot", False, "settling", 0.0, 0.0, None, 0, snapshot,
                                 measured_before=measured_remote)
         if self.applied is not None and self.applied["plan"] is not None and latest[0] < self.applied["ended"]:
             current = self.applied["plan"]  # no reading has seen the job since the apply
@@ -304,7 +283,7 @@ class LiveLoop:
         moves = self._moves(graph, running, plan)
         row.update(proposed={"predicted": then["value"], **then, "moved": len(moves)}, gain=gain,
                    threshold=threshold, downtime_priced_s=downtime, moved=moves)
-        decision = LoopDecision(graph.name, "snapshot", False, "", now["remote_bytes"], then["remote_bytes"],
+        decision = Decision(graph.name, "snapshot", False, "", now["remote_bytes"], then["remote_bytes"],
                                 None if not now["remote_bytes"] else
                                 100 * (now["remote_bytes"] - then["remote_bytes"]) / now["remote_bytes"],
                                 len(moves), snapshot, measured_before=measured_remote)

@@ -9,7 +9,7 @@ inter-node traffic by at least ``threshold_pct`` percent (Aniello et al.'s
 (:meth:`streamsched.schedulers.optimal.OptimalScheduler.replan`).
 
 :class:`Replanner` is the adaptive rescheduling loop's bookkeeping (no Spark): the current
-placement per topology and a :class:`Decision` per snapshot or cluster change. A change of the
+placement per topology and a :class:`~streamsched.model.decision.Decision` per snapshot or cluster change. A change of the
 cluster (a node joining or leaving, as the Configuration Manager of [4]_ section 3.1 tracks it)
 triggers :func:`repair`, which keeps every task it can where it is and moves only the rest.
 The monitoring pipeline receives a ``Replanner`` from the CLI; it imports no scheduler.
@@ -42,6 +42,7 @@ from streamsched.errors import InfeasibleError, InputError
 from streamsched.metrics import inter_node_traffic
 from streamsched.model.cluster import Cluster
 from streamsched.model.colocation import CoLocationCounts, CoLocationRule
+from streamsched.model.decision import Decision
 from streamsched.model.paths import safe_name
 from streamsched.model.placement import NO_WORKER, Placement, remaining_capacity
 from streamsched.model.taskgraph import TaskGraph
@@ -321,30 +322,6 @@ class Replans(Protocol):
 
     def replan(self, graph: TaskGraph, cluster: Cluster, current: Placement, seed: int = 0,
                **options: Any) -> Placement: ...
-
-
-@dataclass
-class Decision:
-    """What the loop did with one snapshot or cluster change."""
-
-    topology: str
-    trigger: str                  # "snapshot" or "cluster"
-    emitted: bool
-    why: str                      # initial, improvement, repair, below-threshold, cluster-change, new-tasks
-    traffic_current: float | None
-    traffic_proposed: float
-    improvement_pct: float | None
-    moved: int
-    snapshot: str | None = None
-    assignment: str | None = None
-    #: Inter-node traffic (tuples/s) of this window's measured rates on the placement the
-    #: engine ran during it (None when the engine's placement is unknown), and the same of the
-    #: next window: the traffic measured before and after the decision.
-    measured_before: float | None = None
-    measured_after: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass
