@@ -263,7 +263,7 @@ class LiveLoop:
             self.streak = 0  # its rates include the downtime (and maybe the rescale's other parallelism)
             row.update(decision="settling", why="the window's readings overlap the last apply")
             return Decision(graph.name, "snapshot", False, "settling", 0.0, 0.0, None, 0, snapshot,
-                                measured_before=measured_remote)
+                            measured_before=measured_remote)
         if self.applied is not None and self.applied["plan"] is not None and latest[0] < self.applied["ended"]:
             current = self.applied["plan"]  # no reading has seen the job since the apply
             names = self.applied["names"]
@@ -284,9 +284,9 @@ class LiveLoop:
         row.update(proposed={"predicted": then["value"], **then, "moved": len(moves)}, gain=gain,
                    threshold=threshold, downtime_priced_s=downtime, moved=moves)
         decision = Decision(graph.name, "snapshot", False, "", now["remote_bytes"], then["remote_bytes"],
-                                None if not now["remote_bytes"] else
-                                100 * (now["remote_bytes"] - then["remote_bytes"]) / now["remote_bytes"],
-                                len(moves), snapshot, measured_before=measured_remote)
+                            None if not now["remote_bytes"] else
+                            100 * (now["remote_bytes"] - then["remote_bytes"]) / now["remote_bytes"],
+                            len(moves), snapshot, measured_before=measured_remote)
         failed = self.failed.get(_key(running, plan))
         absent = sorted({self.cluster.nodes[int(k)].name for k in plan.node_of}
                         - {n.name for n in reading.cluster.nodes})

@@ -9,9 +9,10 @@ inter-node traffic by at least ``threshold_pct`` percent (Aniello et al.'s
 (:meth:`streamsched.schedulers.optimal.OptimalScheduler.replan`).
 
 :class:`Replanner` is the adaptive rescheduling loop's bookkeeping (no Spark): the current
-placement per topology and a :class:`~streamsched.model.decision.Decision` per snapshot or cluster change. A change of the
-cluster (a node joining or leaving, as the Configuration Manager of [4]_ section 3.1 tracks it)
-triggers :func:`repair`, which keeps every task it can where it is and moves only the rest.
+placement per topology and a :class:`~streamsched.model.decision.Decision` per snapshot or
+cluster change. A change of the cluster (a node joining or leaving, as the Configuration
+Manager of [4]_ section 3.1 tracks it) triggers :func:`repair`, which keeps every task it can
+where it is and moves only the rest.
 The monitoring pipeline receives a ``Replanner`` from the CLI; it imports no scheduler.
 
 References
