@@ -155,6 +155,27 @@ def test_the_running_placement_with_the_taskmanagers_swapped_moves_nothing(readi
     assert not list(tmp_path.glob(f"{JOB}*.json"))  # no plan written
 
 
+def test_a_plan_made_for_another_cluster_swaps_no_taskmanagers_without_its_machines(reading, flink, tmp_path):
+    """The swapped plan, made for a cluster with the same TaskManager names but 4 cores on the
+    first and 1 on the second: over REST the two look alike, in the plan's cluster they are not,
+    so without ``--machines`` apply takes the plan's names as written (every subtask would move)
+    and says why; given machines on which the two are alike, it swaps them again."""
+    swapped = 1 - reading.placement.node_of
+    unequal = Cluster("unequal", tuple(replace(n, capacity=c, cores=c) for n, c in zip(reading.cluster.nodes, (4, 1))),
+                      capacity_unit="cores")
+    plan = tmp_path / "unequal.json"
+    Placement.build(swapped).write(plan, reading.graph, unequal)
+    lines = []
+    result = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, log=lines.append)
+    assert result.relabelled == {} and len(result.moved) == reading.graph.n_tasks and not result.applied
+    assert f"{plan}: made for cluster 'unequal', not for the TaskManagers as the JobManager describes them" in lines[0]
+    alike = Cluster("alike", tuple(replace(n, capacity=2.0, cores=2) for n in reading.cluster.nodes),
+                    capacity_unit="cores")
+    again = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, machines=alike)
+    assert again.relabelled == {TM1: TM2, TM2: TM1} and again.moved == []
+    assert not any(p.endswith("resource-requirements") for p in flink.requests)
+
+
 def test_a_plan_below_the_threshold_is_left_alone_with_its_figures(reading, flink, tmp_path):
     current = reading.placement.node_of
     running = _remote_bytes(reading, current)

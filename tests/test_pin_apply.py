@@ -1123,8 +1123,8 @@ def test_a_placement_of_another_job_or_cluster_is_refused_in_one_line(reading, t
     assert str(listed.value).startswith(f"{tmp_path / 'unused.json'}.nodes: cluster 'flink-streamsched-live': unknown")
     without_graph = {k: v for k, v in doc.items() if k != "graph"}
     (tmp_path / "nograph.json").write_text(json.dumps(without_graph))
-    assert flink_apply.read_plan(tmp_path / "nograph.json", reading, JOB).node_of.tolist() == \
-        flink_apply.read_plan(plan, reading, JOB).node_of.tolist()
+    assert flink_apply.read_plan(tmp_path / "nograph.json", reading, JOB)[0].node_of.tolist() == \
+        flink_apply.read_plan(plan, reading, JOB)[0].node_of.tolist()
 
 
 def test_identical_nodes_differ_in_any_of_slots_cpu_memory_and_links():
@@ -1243,7 +1243,8 @@ def _remote_bytes(reading, node_of) -> float:
 
 
 def test_judge_gives_every_figure_of_the_one_reading(reading, tmp_path):
-    plan = flink_apply.read_plan(_plan(reading, TARGETS, tmp_path / "plan.json"), reading, JOB)
+    plan, made_for = flink_apply.read_plan(_plan(reading, TARGETS, tmp_path / "plan.json"), reading, JOB)
+    assert made_for is None  # made for the reading's cluster
     basis, gain, figures = flink_apply.judge(reading, plan)
     running, planned = _remote_bytes(reading, reading.placement.node_of), _remote_bytes(reading, plan.node_of)
     sources = sum(v["records_out_per_s"] for v in reading.report["vertices"] if not v["inputs"])

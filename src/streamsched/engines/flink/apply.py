@@ -310,9 +310,11 @@ def slots_needed(taskmanagers: dict[str, list[str]], groups: dict[str, str] | No
     return need
 
 
-def read_plan(placement_file: str | Path, reading: FlinkReading, job_id: str) -> Placement:
-    """A streamsched placement file over the job's graph (as read); one-line errors for a
-    placement of another job or cluster."""
+def read_plan(placement_file: str | Path, reading: FlinkReading, job_id: str) -> tuple[Placement, str | None]:
+    """A streamsched placement file over the job's graph (as read), and the cluster it was made
+    for where that is not the reading's TaskManagers as described (its ``cluster_hash`` differs;
+    None where it matches or the file has none); one-line errors for a placement of another
+    job or of TaskManagers the JobManager does not have."""
     data = read_document(placement_file)
     where = str(placement_file)
     if isinstance(data, dict) and data.get("graph") not in (None, reading.graph.name):
@@ -326,7 +328,10 @@ def read_plan(placement_file: str | Path, reading: FlinkReading, job_id: str) ->
             raise InputError(f"{where}: TaskManager {gone[0]} is not registered with the JobManager at "
                              f"{reading.report.get('url', 'the cluster')} (gone, or a plan for another cluster); "
                              f"registered: {', '.join(sorted(names))}")
-    return Placement.from_dict(data, reading.graph, reading.cluster, where=where)
+    placement = Placement.from_dict(data, reading.graph, reading.cluster, where=where)
+    made_for = data.get("cluster_hash") if isinstance(data, dict) else None
+    other = isinstance(made_for, str) and made_for != reading.cluster.fingerprint()
+    return placement, (str(data.get("cluster")) if other else None)
 
 
 def subtask_targets(reading: FlinkReading, placement: Placement) -> dict[str, list[str]]:
@@ -653,8 +658,13 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
         before = read_capture(capture_live(rest.url, job_id, window_s=window_s))
     if machines is not None:
         before = with_machines(before, machines, f"cluster {machines.name!r}")
-    plan = read_plan(placement_file, before, job_id)
-    node_of, renamed = relabel(before.placement.node_of, plan.node_of, identical_nodes(before.cluster))
+    plan, made_for = read_plan(placement_file, before, job_id)
+    classes = identical_nodes(before.cluster)
+    if made_for is not None and machines is None:  # alike over REST, perhaps not in the plan's cluster
+        classes = [[k] for k in range(len(before.cluster.nodes))]
+        log(f"{placement_file}: made for cluster {made_for!r}, not for the TaskManagers as the JobManager describes "
+            f"them: none swapped for another (their capacities, apply flink --cluster FILE, let identical ones swap)")
+    node_of, renamed = relabel(before.placement.node_of, plan.node_of, classes)
     plan = Placement.build(node_of, metadata=plan.metadata)
     names = [n.name for n in before.cluster.nodes]
     targets = subtask_targets(before, plan)
