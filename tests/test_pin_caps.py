@@ -572,3 +572,301 @@ def test_optimal_passes_its_seed_and_workers_and_names_a_time_limit_it_ran_out_o
     assert seen[0]["seed"] == 17 and seen[0]["workers"] == 2
     with pytest.raises(InfeasibleError, match=r"^optimal: no placement of 'tiny' found within time_limit=0\.005 s$"):
         get_scheduler("optimal", objective="contention", time_limit=0.005).schedule(graph, cluster)
+
+
+# ------------------------------------------------------------------ the search against brute force
+def profile_of(par, cost, kinds, downs):
+    """A profile straight from its operators (any DAG: joins and fan-outs too)."""
+    from streamsched.model.contention import ContentionProfile
+
+    return ContentionProfile(tuple(f"o{o}" for o in range(len(par))), tuple(par), np.array(cost, dtype=float),
+                             tuple(kinds), tuple(tuple(d) for d in downs))
+
+
+def small_dag(rng, integral: bool):
+    """2-3 operators of 1-3 tasks linked at random (later operators downstream), costs in [0, 3)
+    (whole numbers when ``integral``: ties between nodes), on 2-3 nodes taking 1-3 tasks."""
+    n_ops = int(rng.integers(2, 4))
+    par = [int(p) for p in rng.integers(1, 4, size=n_ops)]
+    cost = rng.integers(0, 4, size=(n_ops, 3)).astype(float) if integral else rng.uniform(0, 3, size=(n_ops, 3)).round(3)
+    downs = [[d for d in range(o + 1, n_ops) if rng.random() < 0.7] for o in range(n_ops)]
+    kinds = [str(rng.choice(["FORWARD", "HASH", "REBALANCE"])) if d else "" for d in downs]
+    cost[[not d for d in downs], 2] = 0.0
+    limits = rng.integers(1, 4, size=int(rng.integers(2, 4)))
+    limits[0] += max(0, sum(par) - int(limits.sum()))
+    return profile_of(par, cost, kinds, downs), limits
+
+
+def up_to_symmetric_nodes(counts, limits):
+    """A plan's counts as the multiset of its nodes' (limit, tasks per operator): nodes that take
+    as many tasks are interchangeable, so plans that only swap them are one plan."""
+    return tuple(sorted((int(limits[k]), tuple(counts[:, k].tolist())) for k in range(counts.shape[1])))
+
+
+def check_search_against_brute_force(profile, limits, alpha):
+    """CAPS's rule: the plans kept are exactly those whose every node is within the thresholds.
+    The exhaustive search meets each once up to interchangeable nodes (``found``), its front is
+    the brute-force front of those plans, and each plan's counts place every task within the
+    nodes' limits at the cost recorded with it."""
+    from streamsched.schedulers import caps
+
+    plans = brute_force(graph_from_profile(profile, "dag"), len(limits), limits)
+    low, high = bases(profile, len(limits), int(limits.max()))
+    with np.errstate(invalid="ignore"):  # an infinite alpha: no threshold
+        limit = np.where(np.isinf(alpha), np.inf, np.round(low + np.asarray(alpha) * (high - low), 5))
+    kept = [(costs_from_counts(profile, counts).max(axis=0), counts) for _, counts in plans
+            if np.all(costs_from_counts(profile, counts) <= limit + 1e-9)]
+    result = caps.search(profile, limits, alpha, 10**6)
+    assert result.exhausted
+    assert result.found == len({up_to_symmetric_nodes(counts, limits) for _, counts in kept})
+    assert [tuple(np.round(c, 9)) for c in sorted(c for c, _ in result.plans)] == front(kept)
+    for cost, counts in result.plans:
+        counts = np.array(counts)
+        assert counts.sum(axis=1).tolist() == list(profile.parallelism) and np.all(counts.sum(axis=0) <= limits)
+        per_node = costs_from_counts(profile, counts)
+        assert np.allclose(per_node.max(axis=0), cost, rtol=0, atol=1e-9) and np.all(per_node <= limit + 1e-9)
+
+
+@pytest.mark.parametrize("integral", [False, True])
+def test_caps_search_keeps_every_plan_within_the_thresholds_once_on_random_small_dags(integral):
+    """Random small DAGs (joins, fan-outs, every link type) under random alphas in (0, 1):
+    check_search_against_brute_force. Whole-number costs make nodes of different contents cost
+    the same, where only their contents tell them apart."""
+    rng = np.random.default_rng(41 if integral else 40)
+    for _ in range(150):
+        profile, limits = small_dag(rng, integral)
+        check_search_against_brute_force(profile, limits, rng.uniform(0.0, 1.0, size=3))
+
+
+@pytest.mark.parametrize("par, cost, kinds, downs, limits, alpha", [
+    # the state threshold binds on tasks of state below 1
+    ((1, 3), [(1.404, 1.354, 0), (0.65, 0.303, 0)], ("", ""), [[], []], (2, 3, 3), (0.7701, 0.6653, 0.4125)),
+    # a node's count bounded by its network (REBALANCE and HASH links)
+    ((2, 2, 2), [(0.453, 0.818, 0.872), (2.917, 2.724, 1.115), (1.024, 0.163, 0)], ("REBALANCE", "HASH", ""),
+     [[1, 2], [2], []], (3, 2, 3), (0.4237, 0.8207, 0.383)),
+    # nodes of equal compute but different contents (a join of one-task operators)
+    ((1, 1, 2), [(0.963, 1.216, 2.989), (2.819, 1.607, 1.752), (2.986, 0.274, 0)], ("REBALANCE", "FORWARD", ""),
+     [[2], [2], []], (3, 3, 2), (0.3872, 0.2616, 0.712)),
+])
+def test_caps_search_keeps_every_plan_within_the_thresholds_once_on_picked_dags(par, cost, kinds, downs, limits, alpha):
+    """check_search_against_brute_force on three small DAGs drawn as in the random test (other
+    seeds), where a state bound, a network bound or node contents decide."""
+    check_search_against_brute_force(profile_of(par, cost, kinds, downs), np.array(limits), alpha)
+
+
+@pytest.mark.parametrize("alpha", [(0.0, 0.0, 1.0), (1.0, 1.0, 0.0), (0.5, 0.3, 0.0)])
+@pytest.mark.parametrize("case", ["downstream first", "upstream first"])
+def test_caps_search_keeps_plans_exactly_on_a_threshold(case, alpha):
+    """Plans whose costs sit exactly on a threshold are within it (CAPS: cost > threshold
+    cuts). A (2 tasks, compute 2, state 2) -FORWARD-> B (2 tasks, compute 1 or 3,
+    state 1), on nodes of 3 and 4 slots: alphas 0 make compute and state at most the mean (one
+    A and one B per node: exactly the mean) or network 0 (each A beside a B). B's compute 3
+    puts it first (its link is charged as A is placed), else A (charged when B is complete)."""
+    from streamsched.schedulers import caps
+
+    b = 3.0 if case == "downstream first" else 1.0
+    profile = profile_of((2, 2), [(2, 2, 1), (b, 1, 0)], ("FORWARD", ""), [[1], []])
+    check_search_against_brute_force(profile, np.array([3, 4]), alpha)
+    assert caps.search(profile, np.array([3, 4]), alpha, 10**6).plans  # there is such a plan
+
+
+# ------------------------------------------------------------------ the first plan: shares of compute room
+def contents(graph, placement):
+    """The nodes' contents (tasks per operator) as a sorted list: the plan up to which node is which."""
+    n_ops = len(graph.operator_names)
+    return sorted(tuple(np.bincount(graph.task_operator[placement.node_of == k], minlength=n_ops).tolist())
+                  for k in np.unique(placement.node_of).tolist())
+
+
+def first_plan(profile, cluster, alpha):
+    graph = graph_from_profile(profile, "first")
+    placement = get_scheduler("caps", autotune=False, first_plan=True, alpha_compute=alpha[0], alpha_state=alpha[1],
+                              alpha_network=alpha[2], work_limit=10**5).schedule(graph, cluster)
+    return graph, placement
+
+
+def test_the_first_plan_gives_each_node_its_share_of_the_operator_by_compute_room():
+    """CAPS's first plan (first_plan=true) with our order: each node, most loaded first, gets
+    the floor of its share of the operator's tasks in proportion to its compute room under the
+    threshold. A (1 task, compute 0.375), B (1, 0.25), C (6, 0.0625) on 3 nodes of 6 slots,
+    compute threshold 0.5 (low 1/3, high 0.875). A and B go to two nodes (one each: they do not
+    fit together); C: rooms 0.125 (A's node), 0.25 (B's), 0.5 (empty): A's node floor(6 x
+    0.125 / 0.875) = 0, B's floor(6 x 0.25 / 0.75) = 2, the empty node the other 4. All
+    numbers are binary fractions (exact)."""
+    profile = profile_of((1, 1, 6), [(0.375, 0, 0), (0.25, 0, 0), (0.0625, 0, 0)], ("", "", ""), [[], [], []])
+    cluster = Cluster.from_types("three", (3, {"capacity": 6.0, "slots": 6}))
+    low, high = 1.0 / 3, 0.875
+    assert thresholds([low], [high], [(0.5 - low) / (high - low)]) == [0.5]
+    graph, placement = first_plan(profile, cluster, ((0.5 - low) / (high - low), 1.0, 1.0))
+    assert contents(graph, placement) == [(0, 0, 4), (0, 1, 2), (1, 0, 0)]
+    assert placement.metadata["contention"]["compute"] == 0.375
+
+
+def test_the_first_plan_splits_evenly_where_no_node_has_compute_room():
+    """A (3 tasks, compute 1) with a compute threshold of the mean 1 (alpha 0) fills every
+    node's compute room: B (5 tasks, compute 0, state 1) is split evenly over the 3 nodes in
+    order, floor(5 / 3) = 1, then floor(4 / 2) = 2, then 2 (A's nodes are interchangeable,
+    so their counts do not decrease)."""
+    profile = profile_of((3, 5), [(1, 0, 0), (0, 1, 0)], ("", ""), [[], []])
+    graph, placement = first_plan(profile, Cluster.from_types("three", (3, {"capacity": 4.0, "slots": 4})),
+                                  (0.0, 1.0, 1.0))
+    assert contents(graph, placement) == [(1, 1), (1, 2), (1, 2)]
+    assert placement.metadata["contention"] == {"compute": 1.0, "state": 2.0, "network": 0.0}
+
+
+def test_the_first_plan_gives_a_node_without_compute_room_no_share():
+    """A (1 task, compute 2) and B (1, compute 1) on two nodes of 4 slots, compute threshold 2
+    (low 1.5, high 3, alpha 1/3): A's node has no room left, B's node room 1, so C (2 tasks,
+    compute 0, state 1) gets share 0 on A's node and both go beside B."""
+    profile = profile_of((1, 1, 2), [(2, 0, 0), (1, 0, 0), (0, 1, 0)], ("", "", ""), [[], [], []])
+    assert thresholds([1.5], [3.0], [1.0 / 3]) == [2.0]
+    graph, placement = first_plan(profile, Cluster.from_types("two", (2, {"capacity": 4.0, "slots": 4})),
+                                  (1.0 / 3, 1.0, 1.0))
+    assert contents(graph, placement) == [(0, 1, 2), (1, 0, 0)]
+
+
+def test_a_single_node_takes_everything_in_one_node_trial_per_operator():
+    """tiny (4 operators, 9 tasks) on one node of 9 slots: the one plan, every task there
+    (compute 2x3 + 3x11 + 2x5 + 2x2 = 53, state 2x7 + 3x40 = 134, network only window's one
+    FORWARD task without a sink beside it, 2.5), reached with one node trial per operator, so
+    work_limit=4 suffices; a search stopped by its limit reports exhausted as false."""
+    graph, _ = tiny()
+    one = Cluster.from_types("one", (1, {"capacity": 9.0, "slots": 9}))
+    loose = dict(autotune=False, alpha_compute=1.0, alpha_state=1.0, alpha_network=1.0)
+    placement = get_scheduler("caps", **loose, work_limit=4).schedule(graph, one)
+    assert placement.node_of.tolist() == [0] * 9
+    meta = placement.metadata
+    assert meta["contention"] == {"compute": 53.0, "state": 134.0, "network": 2.5}
+    assert meta["work"] == 4 and meta["exhausted"] is True and meta["plans_found"] == 1
+    stopped = get_scheduler("caps", **loose, work_limit=50).schedule(graph, Cluster.from_types(
+        "three", (3, {"capacity": 4.0, "slots": 4}))).metadata
+    assert stopped["exhausted"] is False
+
+
+def test_a_first_plan_search_over_more_nodes_than_the_recursion_limit_restores_the_limit():
+    """As many one-slot nodes as Python's recursion limit (the search raises the limit with the
+    nodes): A's 2 tasks on two of them (nodes are interchangeable: the last two), the limit put
+    back after."""
+    import sys
+
+    before = sys.getrecursionlimit()
+    profile = profile_of((2,), [(1, 0, 0)], ("",), [[]])
+    graph, placement = first_plan(profile, Cluster.from_types("wide", (before, {"capacity": 1.0, "slots": 1})),
+                                  (1.0, 1.0, 1.0))
+    assert sys.getrecursionlimit() == before
+    assert sorted(placement.node_of.tolist()) == [before - 2, before - 1]
+
+
+# ------------------------------------------------------------------ small functions, edge cases
+def test_node_limits_of_empty_or_zero_capacity_nodes_and_graphs_are_zero():
+    """A node of capacity 0 (or far below a task) takes no task; a graph without tasks: none
+    anywhere. caps's refusal names the count as a whole number."""
+    two = TaskGraph.build("g", ("A",), [0, 0], [1.0, 1.0], [], [], [])
+    assert node_limits(two, Cluster("c", (Node("a", 2.0), Node("z", 0.0), Node("t", 1e-12)))).tolist() == [2, 0, 0]
+    empty = TaskGraph.build("e", ("A",), [], [], [], [], [])
+    assert node_limits(empty, Cluster("c", (Node("a", 2.0), Node("b", 1.0)))).tolist() == [0, 0]
+    three = TaskGraph.build("g", ("A",), [0, 0, 0], [1.0, 1.0, 1.0], [], [], [])
+    with pytest.raises(InfeasibleError, match="^caps: graph 'g' has 3 tasks but the nodes of 'c' take at most 2$"):
+        get_scheduler("caps").schedule(three, Cluster("c", (Node("a", 1.5), Node("b", 1.5))))
+
+
+def test_tasks_of_operators_numbered_apart_go_in_task_order():
+    """A's tasks 0 and 3, B's 1 and 2 (B HASH from A, no partner): counts A (1, 1) put task 0 on
+    n0 and task 3 on n1; B (2, 0) both on n0. A's tasks 0, 2 and B's 1, 3 with counts A (2, 0),
+    B (0, 2): A on n0, B on n1."""
+    from streamsched.model.contention import ContentionProfile
+
+    profile = ContentionProfile(("A", "B"), (2, 2), np.ones((2, 3)), ("HASH", ""), ((1,), ()))
+    cluster = Cluster("two", (Node("n0", 4.0, slots=4), Node("n1", 4.0, slots=4)))
+    apart = TaskGraph.build("apart", ("A", "B"), [0, 1, 1, 0], [1.0] * 4, [0, 3], [1, 2], [1.0, 1.0])
+    assert placement_from_counts(apart, cluster, profile, [[1, 1], [2, 0]])[0].tolist() == [0, 0, 0, 1]
+    mixed = TaskGraph.build("mixed", ("A", "B"), [0, 1, 0, 1], [1.0] * 4, [0, 2], [1, 3], [1.0, 1.0])
+    assert placement_from_counts(mixed, cluster, profile, np.array([[2, 0], [0, 2]]))[0].tolist() == [0, 1, 0, 1]
+
+
+def test_balanced_ties_go_to_the_lesser_cost_vector_not_the_plan_and_spans_below_one_count():
+    """Equal sums: (1, 2, 0) before (2, 1, 0) whatever the plans' own order ("b" after "a"). A
+    span of 0.5 (high - low between 0 and 1) is kept."""
+    from streamsched.schedulers.caps import balanced, spans
+
+    assert balanced([((2.0, 1.0, 0.0), "a"), ((1.0, 2.0, 0.0), "b")], [1.0, 1.0, 1.0])[1] == "b"
+    assert spans([0.0, 1.0, 0.0], [0.5, 3.0, 0.0]) == [0.5, 2.0, 1.0]
+
+
+def test_added_network_of_a_forward_operator_towards_two_downstream_operators():
+    """Net 2, 3 tasks on node 0, FORWARD to one operator with 1 task there and one with none:
+    2 x (3 - 1) + 2 x 3 = 10."""
+    from streamsched.schedulers.caps import _added
+
+    assert _added(2.0, True, 0, 3, [([1, 0], 2), ([0, 0], 3)]) == 10.0
+
+
+def test_most_where_the_float_quotient_is_off_by_one():
+    """(limit - have) / per rounds below the count that fits (0.2 + 0.1 x 5 is exactly 0.7) or
+    above it (0.3 + 0.1 x 6 > 0.9; 0.3 + 0.55 > 0.85): the float test decides, as in CAPS."""
+    from streamsched.schedulers.caps import _most
+
+    for have, per, limit, want in ((0.2, 0.1, 0.7, 5), (0.3, 0.1, 0.9, 5), (0.3, 0.55, 0.85, 0)):
+        assert max(n for n in range(20) if have + per * n <= limit) == want
+        assert _most(have, per, limit, 10) == want
+
+
+def test_auto_tuning_phase_two_relaxes_no_alpha_past_one():
+    """A (3 tasks, compute 1, state 10) and B (1 task, compute 10, state 4), no links, on nodes
+    of 3 and 1 slots: phase two relaxes the minima 4 times (brute force, tuned_alpha), compute
+    stopping at 1 (1.2 x its last value would be over 1)."""
+    profile = profile_of((3, 1), [(1, 10, 0), (10, 4, 0)], ("", ""), [[], []])
+    graph = graph_from_profile(profile, "two")
+    cluster = Cluster.from_types("unequal", (1, {"capacity": 3.0, "slots": 3}), (1, {"capacity": 1.0, "slots": 1}))
+    plans = brute_force(graph, 2, np.array([3, 1]))
+    low, high = bases(profile, 2, 3)
+    alpha, calls = tuned_alpha(plans, low, high, (0.02, 0.02, 0.1))
+    assert alpha[0] == 1.0 and calls["phase_two"] == 4
+    placement = get_scheduler("caps", work_limit=10**5, probe_work=10**5).schedule(graph, cluster)
+    assert placement.metadata["alpha"] == pytest.approx(alpha.tolist(), rel=1e-12)
+    assert placement.metadata["autotune_searches"] == calls
+
+
+@pytest.mark.parametrize("cost", [
+    [(388921.424, 13509.651, 0.0), (721488.34, 52535.432, 0.0)],
+    [(0.188, 6609689.959, 0.0), (0.857, 9740615.371, 0.0)],
+])
+def test_a_plan_on_full_nodes_at_the_thresholds_survives_float_rounding(cost):
+    """A (3 tasks) and B (1 task) on two nodes of 2 slots, alphas 1: every slot is taken, so
+    the look-ahead's room for the tasks left equals what they cost, summed in another order;
+    large costs (whose sums round differently) must not cut the plan (B and one A on a node,
+    two A on the other), whichever dimension is large."""
+    profile = profile_of((3, 1), cost, ("", ""), [[], []])
+    check_search_against_brute_force(profile, np.array([2, 2]), (1.0, 1.0, 1.0))
+    from streamsched.schedulers import caps
+
+    assert caps.search(profile, np.array([2, 2]), (1.0, 1.0, 1.0), 10**6).found == 1
+
+
+def test_a_search_without_thresholds_keeps_every_plan_of_whole_number_costs():
+    """Every alpha infinite (no threshold): every plan is kept (check_search_against_brute_force)
+    on full nodes whose look-ahead room equals what is left exactly: A (3 tasks, compute 1,
+    state 1) and B (1 task, compute 6, state 2) on two nodes of 2 slots, and tiny on 3 nodes
+    of 3 slots (whole numbers and halves: sums exact in any order)."""
+    check_search_against_brute_force(profile_of((3, 1), [(1, 1, 0), (6, 2, 0)], ("", ""), [[], []]),
+                                     np.array([2, 2]), (np.inf, np.inf, np.inf))
+    check_search_against_brute_force(tiny()[0].contention, np.array([3, 3, 3]), (np.inf, np.inf, np.inf))
+
+
+def test_a_search_without_thresholds_keeps_every_plan_of_random_small_dags():
+    """150 random small DAGs (costs with three decimals) without thresholds: every plan kept
+    (8 % of such DAGs lost plans to rounding when an infinite limit had no slack)."""
+    rng = np.random.default_rng(43)
+    for _ in range(150):
+        profile, limits = small_dag(rng, False)
+        check_search_against_brute_force(profile, limits, (np.inf, np.inf, np.inf))
+
+
+def test_a_search_without_thresholds_keeps_every_plan():
+    """A (3 tasks, compute 0.1) and B (1 task, compute 0.6) on two nodes of 2 slots, every alpha
+    infinite (no threshold, as auto-tuning's last resort): the plans are B and one A on a node,
+    two A on the other (compute 0.7). With nodes full, the look-ahead compares what the nodes
+    can absorb (0.2 + 0.6 + 0.1 in one order) with what is left (0.6 + 3 x 0.1 in another); it
+    found no plan when an infinite limit had no slack (now 1e-9 x the dimension's total cost)."""
+    profile = profile_of((3, 1), [(0.1, 1, 0), (0.6, 2, 0)], ("", ""), [[], []])
+    check_search_against_brute_force(profile, np.array([2, 2]), (np.inf, np.inf, np.inf))

@@ -245,8 +245,10 @@ class _Search:
         self.result = SearchResult()
         self.dive = False
         self.work = 0
-        # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps
-        self.eps = [1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0 for x in self.limit]
+        # a little slack so that float rounding in the look-aheads never cuts a plan CAPS keeps;
+        # without a threshold they still compare sums of the same costs in other orders
+        totals = [sum(cost[o][k] * par[o] for o in range(n_ops)) for k in range(3)]
+        self.eps = [1e-9 * max(1.0, abs(x) if math.isfinite(x) else totals[k]) for k, x in enumerate(self.limit)]
 
     def run(self, dive: bool = True) -> SearchResult:
         result = self.result
