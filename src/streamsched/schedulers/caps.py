@@ -327,7 +327,7 @@ class _Search:
         # hold: (a twin of node i-1, node, free slots, twins after it
         # (they take at least i's count), free slots after it, share, share of i and after,
         # compute and state the nodes after it can absorb, nodes from i on)
-        recs = [(False, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)] * (n_nodes + 1)
+        recs = [(False, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)] * n_nodes
         free_after = twins = 0
         room_after = absorb_c = absorb_s = 0.0
         key_next = None
@@ -364,7 +364,8 @@ class _Search:
          need_s, weight, counts_o, lim_c, lim_s, lim_n, eps_c, eps_s, res, used, sig, dive) = ctx
         same, k, free, twins, free_after, share, weight_after, absorb_c, absorb_s, n_rest = recs[i]
         hi = left if left < free else free
-        if twins and hi * (twins + 1) > left:  # the twins after i take at least as many
+        if twins and hi * (twins + 1) > left:  # the twins after i take at least as many (so a node
+            # with a twin after it never takes the last task: CAPS's corner case of a twin getting 0)
             hi = left // (twins + 1)
         at_least = left - free_after
         if at_least < 0:
@@ -396,7 +397,6 @@ class _Search:
             return
         target = int(left * share / weight_after) if weight_after > 0 else left // n_rest
         target = hi if target > hi else at_least if target < at_least else target
-        twin_next = recs[i + 1][0]
         for num in (target,) if hi == at_least or dive else _outward(target, at_least, hi):
             self.work += 1
             if self.work > self.work_limit:
@@ -425,10 +425,10 @@ class _Search:
             used[k] += num
             sig[k] += num * weight
             if dive:
-                return None if rest == 0 and twin_next and num > 0 else rest
+                return rest
             if rest:
                 self._inner(ctx, i + 1, rest, now_c, now_s)
-            elif not (twin_next and num > 0):  # CAPS's corner case: a twin of the last node would get 0
+            else:
                 self._close(level)
             sig[k] -= num * weight
             used[k] -= num
