@@ -1454,3 +1454,18 @@ def test_judges_gain_in_throughput_is_the_ratio_of_the_predictions_where_it_has_
     basis, got, figures = flink_apply.judge(lab, plan)
     assert basis == "throughput" and got == gain
     assert (figures["running_predicted_throughput"], figures["plan_predicted_throughput"]) == (running, planned)
+
+
+@pytest.mark.parametrize("running, planned, gain", [(0.0, 3.0, 0.0), (0.5, 0.25, 0.5), (1.0, 0.0, 1.0), (8.0, 10.0, -0.25)])
+def test_judges_gain_in_remote_bytes_is_the_share_saved_wherever_bytes_cross(reading, monkeypatch, running, planned,
+                                                                               gain):
+    """Without link capacities the gain is the share of remote bytes/s the plan saves, also
+    below 1 byte/s; 0 where nothing crosses now (given predictions, told apart as above)."""
+    plan = Placement.build([1 if k == 0 else 0 for k in reading.placement.node_of.tolist()])
+    bytes_of = {int(reading.placement.node_of[0]): running, int(plan.node_of[0]): planned}
+    monkeypatch.setattr(flink_apply.metrics, "inter_node_traffic",
+                        lambda graph, placement, weight: bytes_of[int(placement.node_of[0])])
+    basis, got, figures = flink_apply.judge(reading, plan)
+    assert basis == "remote bytes" and got == gain
+    assert (figures["running_predicted_remote_bytes_per_s"], figures["plan_predicted_remote_bytes_per_s"]) == \
+        (running, planned)
