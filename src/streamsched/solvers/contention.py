@@ -48,6 +48,7 @@ from streamsched.contention_metrics import costs_from_counts
 from streamsched.model.contention import DIMENSIONS, ContentionProfile
 from streamsched.model.placement import CAPACITY_TOLERANCE
 from streamsched.native_output import captured_native_output
+from streamsched.solvers.cpsat import STATUS
 
 #: Scaled node costs stay below 2^SCALE_BITS (CP-SAT works on 64-bit integers).
 SCALE_BITS = 40
@@ -55,8 +56,6 @@ SCALE_BITS = 40
 CEILING_RTOL = 1e-9
 #: A ceiling's own scale keeps its row's coefficients x multipliers below 2^CEILING_BITS.
 CEILING_BITS = 50
-_STATUS = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
-           cp_model.MODEL_INVALID: "unknown", cp_model.UNKNOWN: "unknown"}
 
 
 @dataclass
@@ -132,7 +131,7 @@ def solve_contention(profile: ContentionProfile, limits, capacity, max_load, *, 
             solver.parameters.max_deterministic_time = work_limit - spent_work
         timer = _Timer(time.perf_counter() - started)
         with captured_native_output("CP-SAT"):
-            status = _STATUS.get(solver.solve(model.model, timer), "unknown")
+            status = STATUS.get(solver.solve(model.model, timer), "unknown")
         spent_work += float(solver.response_proto.deterministic_time)
         record = {"objective": name, "status": status}
         if status in ("optimal", "feasible"):

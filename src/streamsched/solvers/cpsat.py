@@ -1,4 +1,6 @@
-"""OR-Tools CP-SAT back-end (the default): the only module importing ``ortools``."""
+"""OR-Tools CP-SAT back-end (the default) of the placement MILP, and :data:`STATUS`, the statuses
+CP-SAT's other models here (:mod:`~streamsched.solvers.contention`,
+:mod:`~streamsched.solvers.throughput`) report."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from streamsched.native_output import captured_native_output
 from streamsched.solvers.backend import MilpSolution, integer_rows
 from streamsched.solvers.formulations import Milp
 
-_STATUS = {
+#: CP-SAT's solve status as the status of a solution.
+STATUS = {
     cp_model.OPTIMAL: "optimal",
     cp_model.FEASIBLE: "feasible",
     cp_model.INFEASIBLE: "infeasible",
@@ -61,7 +64,7 @@ def solve(milp: Milp, *, time_limit: float, seed: int, workers: int, hint: np.nd
     if work_limit is not None:
         solver.parameters.max_deterministic_time = max(0.001, float(work_limit))
     with captured_native_output("CP-SAT"):
-        status = _STATUS.get(solver.solve(model), "unknown")
+        status = STATUS.get(solver.solve(model), "unknown")
     if status in ("optimal", "feasible"):
         values = np.array([solver.value(v) for v in xs], dtype=np.float64)
         objective = float(milp.cost @ values)

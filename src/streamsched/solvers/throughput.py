@@ -48,6 +48,7 @@ from streamsched.model.colocation import UNLIMITED, CoLocationRule
 from streamsched.model.taskgraph import TaskGraph
 from streamsched.model.throughput import capacities, demands, ratio
 from streamsched.native_output import captured_native_output
+from streamsched.solvers.cpsat import STATUS
 
 #: Scaled demands stay below 2^SCALE_BITS. CP-SAT works on 64-bit integers, but its presolve
 #: returned a wrong "optimal" on a 5-task model scaled to 2^40 (OR-Tools 9.15; right at 2^32 and
@@ -59,8 +60,6 @@ TIE_TOLERANCE = 1e-6
 #: Symmetry rows ``x[t, k+1] <= sum_{t' < t} x[t', k]`` for the first tasks only (each row is
 #: sound alone; more add little and cost quadratic size).
 SYMMETRY_TASKS = 64
-_STATUS = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
-           cp_model.MODEL_INVALID: "unknown", cp_model.UNKNOWN: "unknown"}
 
 
 @dataclass
@@ -128,7 +127,7 @@ def solve_throughput(graph: TaskGraph, cluster: Cluster, *, net_cpu_per_record: 
         solver.parameters.num_workers = int(workers)
         solver.parameters.random_seed = int(seed)
         with captured_native_output("CP-SAT"):
-            status = _STATUS.get(solver.solve(model.model), "unknown")
+            status = STATUS.get(solver.solve(model.model), "unknown")
         spent += float(solver.response_proto.deterministic_time)
         record: dict[str, Any] = {"objective": name, "status": status}
         out.stages.append(record)
