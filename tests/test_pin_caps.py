@@ -574,6 +574,18 @@ def test_optimal_passes_its_seed_and_workers_and_names_a_time_limit_it_ran_out_o
         get_scheduler("optimal", objective="contention", time_limit=0.005).schedule(graph, cluster)
 
 
+def test_optimal_names_the_work_limit_it_ran_out_of(monkeypatch):
+    """Without a time limit the solver stops by its work limit: where it ends without a plan
+    (a solver that finds none stands in for a search too short), the one line names that
+    limit, not a time limit of 0."""
+    import streamsched.solvers.contention as solver
+
+    monkeypatch.setattr(solver, "solve_contention", lambda *a, **k: solver.ContentionSolution(None, "unknown"))
+    graph, cluster = tiny()
+    with pytest.raises(InfeasibleError, match=r"^optimal: no placement of 'tiny' found within work_limit=0\.5$"):
+        get_scheduler("optimal", objective="contention", work_limit=0.5, warm_starts=False).schedule(graph, cluster)
+
+
 # ------------------------------------------------------------------ the search against brute force
 def profile_of(par, cost, kinds, downs):
     """A profile straight from its operators (any DAG: joins and fan-outs too)."""
