@@ -16,15 +16,17 @@ class Decision:
     trigger: str                  # "snapshot" or "cluster"
     emitted: bool
     why: str                      # initial, improvement, repair, below-threshold, cluster-change, new-tasks, ...
+    #: Inter-node traffic of the running placement and of the proposed one: tuples/s for the
+    #: replanner, bytes/s between TaskManagers for the live loop (here and in the measured pair).
     traffic_current: float | None
     traffic_proposed: float
     improvement_pct: float | None
     moved: int
     snapshot: str | None = None
-    assignment: str | None = None
-    #: Inter-node traffic (tuples/s) of this window's measured rates on the placement the
-    #: engine ran during it (None when the engine's placement is unknown), and the same of the
-    #: next window: the traffic measured before and after the decision.
+    assignment: str | None = None  # the assignment or plan file written
+    #: Inter-node traffic of this window's measured rates on the placement the engine ran
+    #: during it (None when the engine's placement is unknown), and the same of the next
+    #: window: the traffic measured before and after the decision.
     measured_before: float | None = None
     measured_after: float | None = None
 
