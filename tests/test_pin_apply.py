@@ -131,6 +131,9 @@ class FakeFlink:
         self.requests: list[str] = []
         self.puts: list[dict] = []
         self.statuses: list[dict] = []
+        self.config: list[dict] = []  # /jobmanager/config
+        self.unreachable: set[str] = set()  # dropped by the JobMaster, still registered
+        self.leaves: list[tuple[float, str]] = []  # (when, TaskManager) the ResourceManager deregisters
         self.url = router.serve(self.answer, self.write)
 
     # ---------------------------------------------------------------- the job's life
@@ -142,6 +145,9 @@ class FakeFlink:
 
     def advance(self) -> None:
         now = self.clock.now
+        for at, tm in [left for left in self.leaves if left[0] <= now]:
+            self.leaves.remove((at, tm))
+            del self.taskmanagers[tm]
         while self.events and self.events[0][0] <= now:
             at, what = self.events.pop(0)
             if what == "stop":
@@ -166,7 +172,8 @@ class FakeFlink:
         default = {vid: [self.slots[i] for i in range(n)] for vid, n in self.parallelism.items()}
         if not self.plugin:
             return default
-        status = {"job_id": JOB, "job_name": self.name, "time_ms": self.jm_ms(at), "slots": len(self.slots)}
+        status = {"job_id": JOB, "job_name": self.name, "time_ms": self.jm_ms(at), "slots": len(self.slots),
+                  "held": dict(Counter(self.slots))}
         plan_file = self.plans / f"{JOB}.json"
         try:
             if not plan_file.exists():
@@ -209,6 +216,16 @@ class FakeFlink:
         self.replan(now, now + 0.3)
         self.advance()
 
+    def drop(self, tm: str, deregistered_after: float) -> None:
+        """``tm`` is killed: the JobMaster drops it at once (the job loses its slots there and
+        fails over), the ResourceManager deregisters it ``deregistered_after`` seconds later."""
+        self.unreachable.add(tm)
+        self.slots = [s for s in self.slots if s != tm]
+        now = self.clock.now
+        self.leaves.append((now + deregistered_after, tm))
+        self.replan(now, now + 0.3)
+        self.advance()
+
     # ---------------------------------------------------------------- REST
     def subtask(self, vid: str, i: int) -> dict:
         now_ms, start = self.jm_ms(self.clock.now), self.jm_ms(self.started[vid][i])
@@ -227,6 +244,8 @@ class FakeFlink:
             return self.intercept(parts)
         if parts == ["jobmanager", "environment"]:
             body = self.environment
+        elif parts == ["jobmanager", "config"]:
+            body = self.config
         elif parts == ["jobs", "overview"]:
             body = {"jobs": [{"jid": JOB, "name": self.name, "state": self.state},
                              {"jid": OTHER_JOB, "name": "other", "state": "FINISHED"}]}
@@ -272,7 +291,7 @@ class FakeFlink:
         if self.on_put:  # what else happens meanwhile
             self.on_put(self)
         wanted = max(self.upper.values())
-        for tm in list(self.taskmanagers):
+        for tm in [tm for tm in self.taskmanagers if tm not in self.unreachable]:
             while len(self.slots) < wanted and self.free(tm) > 0:
                 self.slots.append(tm)
         if not self.events and all(min(self.upper[vid], len(self.slots)) == n for vid, n in self.parallelism.items()):
@@ -546,6 +565,65 @@ def test_a_taskmanager_leaving_ends_the_apply_and_the_job_runs_on_the_one_left(r
     assert bodies == [_requirements({**P, GEN3: 4}, {**ONES, GEN: 2}), _requirements(P, {**ONES, GEN: 2, GEN3: 3})]
     assert flink.statuses[-1]["applied"] is False and flink.statuses[-1]["reason"].startswith("no plan for job")
     assert lines[-1].startswith(f"apply failed (TaskManager {TM2} left the cluster during the apply")
+
+
+def _dropped_once_the_plan_is_written(router, clock, tmp_path, deregistered_after):
+    """Three TaskManagers of 2 slots, heartbeat.timeout 8 s. Rescale 1 asks for all 6 slots (the
+    plan needs a second one on TM2); once the plan is written TM2 is killed: the JobMaster drops
+    it at once (the job keeps TM1's and TM3's 4 slots, enough for its parallelism), the
+    ResourceManager deregisters it ``deregistered_after`` s later. Rescale 2 runs the job at its
+    parallelism as Flink assigns it (subtask i in the job's i-th slot: TM1, TM1, TM3), the plugin
+    having refused the plan (held: TM1 2, TM3 2; no slot on TM2)."""
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    flink = FakeFlink(router, clock, plans, {TM1: 2, TM2: 2, TM3: 2})
+    flink.config = [{"key": "heartbeat.interval", "value": "1000"}, {"key": "heartbeat.timeout", "value": "8000"}]
+    killed = []
+
+    def log(message):
+        if message.startswith("plan written to "):
+            killed.append(clock.now)
+            flink.drop(TM2, deregistered_after)
+        elif message.startswith("apply failed"):
+            killed.append(clock.now)
+
+    return flink, killed, log
+
+
+def test_a_taskmanager_the_jobmaster_drops_before_it_leaves_is_a_lost_taskmanager(reading, router, clock, after,
+                                                                                 tmp_path):
+    """The plugin's refusal names TM2, where the JobMaster held none of the job's slots though
+    rescale 1 gave it 2: apply waits (each 0.5 s, up to heartbeat.timeout) for TM2 to leave, 5 s
+    after it was killed, and ends with :class:`TaskManagerLost`; the job runs on without it at
+    its parallelism, its 5 three-wide vertices' subtask 2 on TM3 and the other 18 on TM1."""
+    flink, killed, log = _dropped_once_the_plan_is_written(router, clock, tmp_path, 5.0)
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    with pytest.raises(flink_apply.TaskManagerLost) as lost:
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, log=log)
+    assert str(lost.value) == (
+        f"TaskManager {TM2} left the cluster during the apply (the job fails over); TaskManager {TM2} is gone, so the "
+        f"job cannot be put back where it ran: it runs again at its parallelism as Flink assigned it "
+        f"({TM1}: 18 subtasks, {TM3}: 5 subtasks)")
+    # rescale 1 (no plan yet), then the failover and rescale 2 in one re-plan; the put back sends nothing
+    assert [s["held"] for s in flink.statuses] == [{TM1: 2, TM2: 2, TM3: 2}, {TM1: 2, TM3: 2}]
+    assert flink.statuses[-1]["reason"] == (f"vertex {GEN3} ({GEN3_NAME}) subtask 1: TaskManager {TM2} holds none of "
+                                            f"the job's slots")
+    assert 5.0 <= killed[1] - killed[0] <= 5.5  # seen at the first poll after it left
+    assert flink.parallelism == P and not (flink.plans / f"{JOB}.json").exists()
+
+
+def test_a_taskmanager_the_jobmaster_dropped_that_stays_registered_is_named_in_the_refusal(reading, router, clock,
+                                                                                          after, tmp_path):
+    """As above, but the ResourceManager keeps TM2 for 20 s, past heartbeat.timeout (8 s): after
+    8 s apply ends with :class:`NotHonoured`, the plugin's reason and the dropped TaskManager."""
+    flink, killed, log = _dropped_once_the_plan_is_written(router, clock, tmp_path, 20.0)
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    with pytest.raises(flink_apply.NotHonoured) as refused:
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, log=log)
+    assert str(refused.value).startswith(
+        f"the placement plugin refused the plan: vertex {GEN3} ({GEN3_NAME}) subtask 1: TaskManager {TM2} holds none "
+        f"of the job's slots (the JobManager dropped the job's slots on {TM2}, still registered 8 s later); ")
+    assert 8.0 <= killed[1] - killed[0] <= 8.6
 
 
 def test_slots_given_elsewhere_by_the_resourcemanager_fail_the_apply_and_the_job_is_put_back(reading, router, clock,

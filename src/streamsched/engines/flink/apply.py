@@ -56,7 +56,7 @@ from streamsched import metrics
 from streamsched.engines.flink.documents import FlinkReading
 from streamsched.engines.flink.estimate import read_capture
 from streamsched.engines.flink.plugin import PLAN_ENVIRONMENT, PLAN_PROPERTY
-from streamsched.engines.flink.rest import FlinkRest, capture_live
+from streamsched.engines.flink.rest import FlinkRest, capture_live, config_seconds
 from streamsched.engines.rest_client import Unreachable
 from streamsched.errors import InputError, StreamschedError
 from streamsched.model.io import read_document
@@ -94,6 +94,8 @@ class NotHonoured(ApplyError):
 
 #: Seconds ``apply`` rides out a JobManager that does not answer (per outage, then it fails).
 OUTAGE_S = 60.0
+#: Flink's default ``heartbeat.timeout``, seconds.
+HEARTBEAT_TIMEOUT_S = 50.0
 
 
 class PatientRest(FlinkRest):
@@ -269,6 +271,32 @@ def _lost(rest: FlinkRest, taskmanagers: set[str] | None) -> None:
     gone = sorted(taskmanagers - registered(rest)) if taskmanagers else []
     if gone:
         raise TaskManagerLost(f"TaskManager {', '.join(gone)} left the cluster during the apply (the job fails over)")
+
+
+def refused(rest: FlinkRest, status: dict[str, Any], need: dict[str, int], timeout_s: float,
+            poll_s: float = 0.5) -> ApplyError:
+    """The error for a plan the plugin refused. Where the JobMaster then held fewer of the job's
+    slots on a TaskManager than the plan needs there (the status's ``held``) although rescale 1
+    had given them, the JobMaster dropped that TaskManager (a killed one is seen by its
+    connections first); the ResourceManager lists it until ``heartbeat.timeout``. Wait that long
+    (at most ``timeout_s``) for it to leave: :class:`TaskManagerLost` if it does, else
+    :class:`NotHonoured` naming it."""
+    reason = f"the placement plugin refused the plan: {status.get('reason')}"
+    held = status.get("held")
+    dropped = {tm for tm, n in need.items() if isinstance(held, dict) and held.get(tm, 0) < n}
+    if not dropped:
+        return NotHonoured(reason)
+    grace = min(config_seconds(rest, "heartbeat.timeout", HEARTBEAT_TIMEOUT_S), timeout_s)
+    deadline = time.time() + grace
+    while True:
+        try:
+            _lost(rest, dropped)
+        except TaskManagerLost as lost:
+            return lost
+        if time.time() >= deadline:
+            return NotHonoured(f"{reason} (the JobManager dropped the job's slots on {', '.join(sorted(dropped))}, "
+                               f"still registered {grace:g} s later)")
+        time.sleep(poll_s)
 
 
 def plugin_location(rest: FlinkRest) -> tuple[str | None, bool]:
@@ -713,7 +741,7 @@ def apply(url: str, placement_file: str | Path, job_id: str | None = None, plan_
                              f"in {location}): is the plugin's jar on the JobManager's class path and "
                              f"jobmanager.scheduler: adaptive set?")
         if not status.get("applied"):
-            raise NotHonoured(f"the placement plugin refused the plan: {status.get('reason')}")
+            raise refused(rest, status, need, timeout_s)
         after = job_view(rest, job_id)
         wrong = moved_subtasks(after.vertices, after.where, targets)
         if wrong:

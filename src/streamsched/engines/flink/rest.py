@@ -68,20 +68,27 @@ def _check_job(job: Any, job_id: str, where: str) -> Any:
     return job
 
 
-def fetch_interval(rest: FlinkRest) -> float:
-    """``metrics.fetcher.update-interval`` of the JobManager, seconds (default 10)."""
+def config_seconds(rest: FlinkRest, key: str, default_s: float) -> float:
+    """A duration option of the JobManager's configuration (``/jobmanager/config``), seconds:
+    Flink's durations without a unit are milliseconds; ``default_s`` when it is not set or not
+    readable."""
     try:
         config = rest.get("/jobmanager/config")
     except HTTPStatusError:
-        return DEFAULT_FETCH_INTERVAL_S
+        return default_s
     for item in config if isinstance(config, list) else []:
-        if isinstance(item, dict) and item.get("key") == "metrics.fetcher.update-interval":
+        if isinstance(item, dict) and item.get("key") == key:
             text = str(item.get("value", "")).strip().lower()
             match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|min)?", text)
             if match:
                 scale = {"ms": 1e-3, "s": 1.0, "min": 60.0, None: 1e-3}[match.group(2)]
                 return float(match.group(1)) * scale
-    return DEFAULT_FETCH_INTERVAL_S
+    return default_s
+
+
+def fetch_interval(rest: FlinkRest) -> float:
+    """``metrics.fetcher.update-interval`` of the JobManager, seconds (default 10)."""
+    return config_seconds(rest, "metrics.fetcher.update-interval", DEFAULT_FETCH_INTERVAL_S)
 
 
 #: TaskManager metrics that move with every answer a TaskManager gives the JobManager's metric

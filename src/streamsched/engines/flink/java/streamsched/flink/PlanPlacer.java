@@ -18,7 +18,9 @@
  * subtask of a vertex per slot, groups within one slot sharing group) before it is returned;
  * otherwise the reason is logged and null returned (the caller then assigns as Flink does). Each
  * decision is also written as JSON next to the plans ("<dir>/<job id>.status.json" or
- * "<file>.status.json") for `streamsched apply flink`.
+ * "<file>.status.json") for `streamsched apply flink`, with the job's slots per TaskManager as the
+ * JobMaster held them ("held": a TaskManager the JobMaster dropped is missing there while the
+ * ResourceManager still lists it until its heartbeat times out).
  */
 package streamsched.flink;
 
@@ -106,6 +108,11 @@ public final class PlanPlacer {
         status.put("job_name", jobName);
         status.put("time_ms", System.currentTimeMillis());
         status.put("slots", freeSlots.size());
+        ObjectNode held = status.putObject("held");  // the job's slots per TaskManager, as this JobMaster holds them
+        for (PhysicalSlot slot : freeSlots) {
+            String tm = slot.getTaskManagerLocation().getResourceID().getResourceIdString();
+            held.put(tm, held.path(tm).asInt(0) + 1);
+        }
         try {
             Map.Entry<File, JsonNode> found = findPlan(new File(location), jobId, jobName);
             if (found == null) {
