@@ -40,7 +40,7 @@ test: setup
 # The inner loop: every test that starts no JVM (tests/conftest.py marks the others; a test that
 # starts one unmarked fails here), well under 2 minutes.
 test-fast: setup
-	STREAMSCHED_TEST_TIER=fast $(BIN)/python -m pytest -q -n 2 -m "not spark and not slow"
+	STREAMSCHED_TEST_TIER=fast $(BIN)/python -m pytest -q -n 3 -m "not spark and not slow"
 
 # Mutation testing of one module with the fast tests that exercise it (scripts/mutate.py maps them),
 # in a scratch copy, build/mutate-<module>, never the work tree: `make mutate MODULE=schedulers/caps.py`

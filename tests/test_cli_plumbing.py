@@ -346,3 +346,15 @@ def test_epoch_times_print_as_utc_dates(epoch, text):
     from streamsched.cli.summaries import when
 
     assert when(epoch) == text
+
+
+def test_verbose_logs_during_its_command_only(capsys):
+    """``--verbose`` logs DEBUG to the stderr of its own call; the next call in the same process
+    (the tests run hundreds) keeps no handler on that stream, which may be closed by then."""
+    import logging
+
+    logger = logging.getLogger("streamsched")
+    assert main(["--verbose", "schedule", "-s", "even", "-w", "linear-10", "-c", "homogeneous-10"]) == 0
+    assert logger.handlers == [] and logger.level == logging.NOTSET
+    logging.getLogger("streamsched.check").debug("after the command")
+    assert "after the command" not in capsys.readouterr().err

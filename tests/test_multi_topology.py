@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import slow_params
 from streamsched import workloads
 from streamsched.cli import main
 from streamsched.errors import InfeasibleError, ParameterError
@@ -24,7 +25,7 @@ def make(name: str, **extra):
     return get_scheduler(name, **{k: v for k, v in FAST.items() if k in declared}, **extra)
 
 
-@pytest.mark.parametrize("name", available())
+@pytest.mark.parametrize("name", slow_params(available(), {"caps"}))
 def test_every_scheduler_shares_a_cluster_without_overfilling(name):
     graphs = [workloads.workload("linear-12"), workloads.workload("star-14"), workloads.workload("diamond-10")]
     cluster = workloads.cluster("heterogeneous-10")

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import slow_params
 from streamsched import metrics
 from streamsched.model import Cluster, Placement, TaskGraph
 from streamsched.schedulers import family, get_scheduler
@@ -41,7 +42,7 @@ def feasible_instances(draw):
 FAST = {"optimal": {"work_limit": 0.5}, "i-scheduler": {"theta": 0.2}}
 
 
-@pytest.mark.parametrize("name", family("cluster"))
+@pytest.mark.parametrize("name", slow_params(family("cluster"), {"optimal"}))
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(instance=feasible_instances())
 def test_every_cluster_scheduler_places_every_feasible_instance(name, instance):

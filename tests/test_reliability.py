@@ -92,6 +92,7 @@ def test_read_engine_storm_ui_trickling_page_ends_by_timeout(serve, tmp_path, ca
     assert not (tmp_path / "o" / "r").exists()
 
 
+@pytest.mark.slow  # waits out a 4 s deadline
 def test_collect_storm_ui_trickling_page_ends_by_timeout(serve, tmp_path, capsys):
     url = serve(storm_answer(trickle={"component-count.json": 1.0}))
     code, took = run(["collect", "storm-ui", "--url", url, "--topology-id", TOPOLOGY_ID,
@@ -147,6 +148,7 @@ def test_read_engine_flink_day_long_fetch_interval_ends_by_timeout(serve, tmp_pa
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
+@pytest.mark.slow  # waits out the retries, about 4 s
 def test_http_5xx_and_resets_are_retried(serve, tmp_path, capsys):
     url = serve(storm_answer(flaky={"component-split.json": 3, "topology.json": 1}))
     out = tmp_path / "r"
@@ -664,6 +666,7 @@ def test_watch_cluster_shrunk_mid_run_is_one_line_from_a_real_spark(tmp_path):
     assert "on 'c1' (capacity 1)" in line or "cluster 'c1' has capacity 1" in line
 
 
+@pytest.mark.slow  # about 4 s of parsing
 # ------------------------------------------------------------------- parsing before limits
 def test_yaml_topology_of_100000_operators_is_refused_and_nodes_bounded(tmp_path, capsys, monkeypatch):
     import streamsched.model.io as sio

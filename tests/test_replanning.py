@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import slow_params
 from streamsched import workloads
 from streamsched.cli import main
 from streamsched.errors import InfeasibleError, ParameterError
@@ -28,7 +29,7 @@ def _two_nodes() -> Cluster:
 
 
 # ---------------------------------------------------------------- every scheduler, unchanged input
-@pytest.mark.parametrize("name", family("cluster"))
+@pytest.mark.parametrize("name", slow_params(family("cluster"), {"caps"}))
 def test_replan_of_an_unchanged_input_moves_nothing(name):
     """Same graph, same cluster, and the scheduler's own placement as ``current``: the default
     (repair + fresh schedule by the threshold rule) and the exact form (traffic + a price per

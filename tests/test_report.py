@@ -328,6 +328,7 @@ def rect(text):
     return left, top, right, bottom
 
 
+@pytest.mark.slow  # the demo report: every cluster scheduler, about 15 s
 @needs_chromium
 def test_first_screen_of_the_demo_report_holds_verdict_table_and_picture(demo_report, tmp_path):
     import matplotlib.image as mpimg
@@ -363,6 +364,7 @@ def test_first_screen_of_the_demo_report_holds_verdict_table_and_picture(demo_re
     assert (pixels[top:bottom, left:right].mean(axis=2) < 100).mean() > 0.03  # its figures are there
 
 
+@pytest.mark.slow  # the demo report
 def test_demo_report_is_small_and_names_the_verdicts_placements(demo_report):
     out, outcomes, decision = demo_report
     page = out.read_text()
@@ -383,6 +385,7 @@ def top_table(page):
     return headings, tooltips
 
 
+@pytest.mark.slow  # the demo report
 def test_first_table_folds_constant_and_repeated_columns_into_a_note(demo_report):
     out, outcomes, _ = demo_report
     page = out.read_text()
@@ -422,6 +425,7 @@ def test_a_column_that_differs_stays_in_the_first_table(tmp_path):
     assert "nodes used" in headings
 
 
+@pytest.mark.slow  # the demo report
 def test_model_parameters_are_a_table_with_units_and_sources_without_float_noise(demo_report):
     from streamsched.performance import regime
 

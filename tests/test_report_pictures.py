@@ -229,6 +229,7 @@ def test_before_after_outlines_exactly_the_moved_tasks():
     assert label_problems(pictures.before_after(graph, cluster, before, after)) == []
 
 
+@pytest.mark.slow  # optimal's search, about 5 s
 def test_cli_replan_report_marks_the_tasks_the_solver_moved(tmp_path):
     running, page = tmp_path / "even.json", tmp_path / "replan.html"
     assert main(["schedule", "-w", "diamond-16", "-c", "heterogeneous-10", "-s", "even", "-o", str(running)]) == 0

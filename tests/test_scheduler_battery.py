@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
+from conftest import slow_params
 from streamsched import workloads
 from streamsched.errors import InfeasibleError, InputError, ParameterError
 from streamsched.model import Cluster, Placement, TaskGraph
@@ -137,7 +138,7 @@ def test_packing_infeasibility_is_reported_not_violated(name):
         make(name).schedule(graph, cluster)
 
 
-@pytest.mark.parametrize("name", available())
+@pytest.mark.parametrize("name", slow_params(available(), {"optimal"}))
 def test_valid_with_measured_real_valued_loads(name):
     """Monitored loads and rates are noisy reals, not the papers' unit weights: diamond-30 with
     loads in [0.97, 1.03] fills 79 % of heterogeneous-10, and every scheduler must still pack it."""

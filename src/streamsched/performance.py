@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from streamsched.errors import InputError
 from streamsched.metrics import nodes_used
@@ -509,6 +508,8 @@ def _pending_fixed_point(graph, cluster, placement, dem, params, s_max, source_r
         return high * (1 - 1e-9)
     at_low = excess(low)
     if math.isfinite(at_low) and math.isfinite(at_high):  # Brent's method: ~10 latency passes, not 60
+        from scipy.optimize import brentq  # on use: scipy.optimize slows the CLI's start-up
+
         return brentq(excess, low, high * (1 - 1e-9), xtol=1e-12 * high, rtol=1e-9)
     for _ in range(60):
         if high - low <= 1e-9 * high:

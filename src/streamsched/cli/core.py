@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from streamsched import job, workloads
+from streamsched import workloads
 from streamsched.cli.app import app, err_console
 from streamsched.cli.common import (ClusterOpt, GraphOpt, JsonOpt, ParamOpt, WorkloadOpt, check_output_file, console,
                                     cell, emit, finite_or_null, load_inputs, parse_params, print_compare_table,
@@ -307,6 +307,8 @@ def compare(
         check_report_path(report)
     with err_console.status("comparing") as status:
         on_start = lambda n: status.update(f"running {n} on {task_graph.name}")  # noqa: E731
+        from streamsched import job  # matplotlib and the experiments load with the first comparison
+
         compared = job.compare(task_graph, nodes, names, params, seed, model, on_start, current=running)
         rows, decision = compared.rows, compared.verdict
         if report is not None:

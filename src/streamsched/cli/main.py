@@ -79,9 +79,16 @@ def main(argv: list[str] | None = None) -> int:
     Every error prints one line: usage errors (unknown command or option, a bad option value:
     exit 2), ours (the exit code of the :class:`~streamsched.errors.StreamschedError`), and
     what the operating system refused (a missing output directory, a directory given as a file:
-    exit 2, naming the path).
+    exit 2, naming the path). ``--verbose``'s handler goes with the call (a caller that runs
+    commands in turn, the tests, keeps no handler on a stream of an earlier command).
     """
-    args = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    finally:
+        set_verbose(False)
+
+
+def _main(args: list[str]) -> int:
     load_commands(spark_start.command_of(args)[0])
     try:
         command = tidy(typer.main.get_command(app))

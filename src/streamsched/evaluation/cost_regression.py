@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import stats
 
 from streamsched.errors import InputError
 from streamsched.model.costs import REMOTE, process_of, processed, remote_endpoint_rate
@@ -164,6 +163,8 @@ def fit_costs(windows: Sequence[Window], confidence: float = 0.95, weighting: st
     s2 = float(weight @ residual ** 2) / dof
     covariance = s2 * np.linalg.inv((x * weight[:, None]).T @ x)
     std_error = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+    from scipy import stats  # on use: scipy.stats slows the CLI's start-up
+
     half = stats.t.ppf((1 + confidence) / 2, dof) * std_error
     total = float(((y - y.mean()) ** 2).sum())
     fitted = x @ beta

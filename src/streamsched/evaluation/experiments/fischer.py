@@ -11,7 +11,6 @@ from __future__ import annotations
 from streamsched.evaluation import paper_numbers as paper
 from streamsched.evaluation.experiments.cells import Cell, Experiment
 from streamsched.evaluation.experiments.tables import figure, missing_note, ok_rows, write_table
-from streamsched.evaluation.pictures import line_chart
 
 
 FISCHER_SIZES = tuple(range(10, 81, 10))
@@ -31,6 +30,8 @@ def list_cells(schedulers, quick, seed):
 
 
 def summarise(rows, out_dir):
+    from streamsched.evaluation.pictures import line_chart  # matplotlib on use, not when experiments are listed
+
     ok = ok_rows(rows)
     written = []
     by = {(r["scheduler"], r["workload"]): r for r in ok}

@@ -7,7 +7,6 @@ from streamsched import workloads
 from streamsched.evaluation import paper_numbers as paper
 from streamsched.evaluation.experiments.cells import Cell, Experiment
 from streamsched.evaluation.experiments.tables import figure, missing_note, ok_rows, write_table
-from streamsched.evaluation.pictures import line_chart
 
 
 #: Time limit given to the optimal scheduler per micro instance (the papers' CPLEX ran for hours
@@ -23,6 +22,8 @@ def list_cells(schedulers, quick, seed):
 
 
 def summarise(rows, out_dir):
+    from streamsched.evaluation.pictures import line_chart  # matplotlib on use, not when experiments are listed
+
     written = []
     ok = ok_rows(rows)
     optimum = {(r["workload"], r["cluster"]): r["inter_node_traffic"] for r in ok if r["scheduler"] == "optimal"

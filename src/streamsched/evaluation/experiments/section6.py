@@ -6,7 +6,6 @@ from __future__ import annotations
 from streamsched.evaluation import paper_numbers as paper
 from streamsched.evaluation.experiments.cells import Cell, Experiment
 from streamsched.evaluation.experiments.tables import figure, missing_note, ok_rows, write_table
-from streamsched.evaluation.pictures import bar_chart
 
 
 def list_cells(schedulers, quick, seed):
@@ -32,6 +31,8 @@ def list_cells(schedulers, quick, seed):
 
 
 def summarise(rows, out_dir):
+    from streamsched.evaluation.pictures import bar_chart  # matplotlib on use, not when experiments are listed
+
     ok = ok_rows(rows)
     written = []
     header = ["workload", "cluster", "setting", "scheduler", "nodes used", "inter-node traffic", "model",

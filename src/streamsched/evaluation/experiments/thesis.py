@@ -5,7 +5,6 @@ from __future__ import annotations
 from streamsched.evaluation import paper_numbers as paper
 from streamsched.evaluation.experiments.cells import Cell, Experiment
 from streamsched.evaluation.experiments.tables import figure, missing_note, ok_rows, write_table
-from streamsched.evaluation.pictures import line_chart
 
 
 def list_cells(schedulers, quick, seed):
@@ -20,6 +19,8 @@ def list_cells(schedulers, quick, seed):
 
 
 def summarise(rows, out_dir):
+    from streamsched.evaluation.pictures import line_chart  # matplotlib on use, not when experiments are listed
+
     ok = ok_rows(rows)
     written = []
     header = ["topology", "scenario", "scheduler", "workers used", "nodes used", "inter-node traffic",
