@@ -47,7 +47,7 @@ def _runs_spark_command(item: pytest.Item) -> bool:
 #: Modules whose ``slow`` tests start no JVM and no engine (CPU-bound searches, fuzzing).
 NOJVM_MODULES = {"test_optimal_solver", "test_optimal_measured", "test_optimal_scheduler", "test_fuzz_cli",
                  "test_compare_failures", "test_evaluation_experiments", "test_report", "test_live_loop",
-                 "test_reliability", "test_report_pictures", "test_faults_offline", "test_scheduler_battery",
+                 "test_reliability", "test_report_pictures", "test_scheduler_battery",
                  "test_multi_topology", "test_replanning", "test_properties"}
 
 

@@ -283,7 +283,6 @@ def test_a_placement_flink_does_not_honour_is_reported_and_the_job_put_back(scri
     assert flink.puts == [{SRC: 3, SINK: 2}, {SRC: 2, SINK: 2}]
 
 
-@pytest.mark.slow  # rides out a real outage, about 4 s
 def test_a_jobmanager_down_during_the_apply_is_ridden_out_with_one_line_each_way(scripted, tmp_path, monkeypatch):
     """The JobManager refuses connections for 2.5 s right after the first rescale is asked for:
     apply asks again each second, says once that it is unreachable and once that it answers
