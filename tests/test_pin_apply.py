@@ -626,6 +626,24 @@ def test_a_taskmanager_the_jobmaster_dropped_that_stays_registered_is_named_in_t
     assert 8.0 <= killed[1] - killed[0] <= 8.6
 
 
+def test_without_heartbeat_timeout_in_the_config_the_wait_is_flinks_default_within_the_apply_timeout(
+        reading, router, clock, after, tmp_path):
+    """A plan needing one slot on TM2 (fanin's subtask 1 moved there), no ``heartbeat.timeout``
+    in the JobManager's configuration: Flink's default (50 s) capped by ``timeout_s`` (20 s)."""
+    flink, killed, log = _dropped_once_the_plan_is_written(router, clock, tmp_path, 30.0)
+    flink.config = []
+    plan = _plan(reading, {**WHERE, FANIN: [TM1, TM2]}, tmp_path / "plan.json")
+    with pytest.raises(flink_apply.NotHonoured) as refused:
+        flink_apply.apply(flink.url, plan, job_id=JOB, before=reading, log=log, timeout_s=20.0,
+                          min_gain=-math.inf)
+    assert str(refused.value).startswith(
+        f"the placement plugin refused the plan: vertex {GEN3} ({GEN3_NAME}) subtask 2: TaskManager {TM2} holds "
+        f"none of the job's slots (the JobManager dropped the job's slots on {TM2}, still registered 20 s later); ")
+    refusal = next(s for s in flink.statuses if s["reason"].startswith(f"vertex {GEN3} ({GEN3_NAME}) subtask 2"))
+    assert refusal["held"] == {TM1: 2, TM3: 1}  # rescale 2 took one of TM3's slots for the third subtasks
+    assert 20.0 <= killed[1] - killed[0] <= 20.6
+
+
 def test_slots_given_elsewhere_by_the_resourcemanager_fail_the_apply_and_the_job_is_put_back(reading, router, clock,
                                                                                            after, tmp_path):
     """A third TaskManager, one of its 2 slots held by another job. The plan needs a second slot
