@@ -475,3 +475,22 @@ def test_cli_read_engine_flink_then_schedule(tmp_path, capsys):
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2 and all(line.startswith("error:") for line in errors)
     assert "not a directory" in errors[0] and "unreachable" in errors[1]
+
+
+#: Flink 2.3's own parse of each value (``TimeUtils.parseDuration`` run on the flink-dist jar of
+#: apache-flink-libraries, 2026-11-28), in milliseconds; None: Flink refuses it.
+FLINK_DURATIONS_MS = {"8000": 8000, "8 s": 8000, "8sec": 8000, "8 seconds": 8000, "2 m": 120000, "2min": 120000,
+                      "1 h": 3600000, "1 d": 86400000, "8000 ms": 8000, "8000 millis": 8000, "8 SECONDS": 8000,
+                      "8000000 µs": 8000, "8000000000 ns": 8000, " 8 s ": 8000, "1.5 s": None, "8 fortnights": None}
+
+
+@pytest.mark.parametrize("value, ms", FLINK_DURATIONS_MS.items())
+def test_config_durations_read_as_flink_parses_them(value, ms):
+    from streamsched.engines.flink.rest import config_seconds
+
+    class Config:
+        def get(self, path):
+            assert path == "/jobmanager/config"
+            return [{"key": "other", "value": "1 s"}, {"key": "heartbeat.timeout", "value": value}]
+
+    assert config_seconds(Config(), "heartbeat.timeout", -1.0) == pytest.approx(-1.0 if ms is None else ms / 1000)

@@ -68,21 +68,29 @@ def _check_job(job: Any, job_id: str, where: str) -> Any:
     return job
 
 
+#: Seconds per unit label of a Flink duration (Flink 2.3's ``TimeUtils.parseDuration``, checked
+#: against the flink-dist jar: a label, or a label + "s" where Flink allows the plural).
+DURATION_UNITS = {**dict.fromkeys(("d", "day", "days"), 86400.0), **dict.fromkeys(("h", "hour", "hours"), 3600.0),
+                  **dict.fromkeys(("min", "m", "minute", "minutes"), 60.0),
+                  **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+                  **dict.fromkeys(("", "ms", "milli", "millis", "millisecond", "milliseconds"), 1e-3),
+                  **dict.fromkeys(("µs", "micro", "micros", "microsecond", "microseconds"), 1e-6),
+                  **dict.fromkeys(("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1e-9)}
+
+
 def config_seconds(rest: FlinkRest, key: str, default_s: float) -> float:
     """A duration option of the JobManager's configuration (``/jobmanager/config``), seconds:
-    Flink's durations without a unit are milliseconds; ``default_s`` when it is not set or not
-    readable."""
+    digits and a unit label as Flink parses them (:data:`DURATION_UNITS`; none: milliseconds);
+    ``default_s`` when it is not set or not readable."""
     try:
         config = rest.get("/jobmanager/config")
     except HTTPStatusError:
         return default_s
     for item in config if isinstance(config, list) else []:
         if isinstance(item, dict) and item.get("key") == key:
-            text = str(item.get("value", "")).strip().lower()
-            match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|min)?", text)
-            if match:
-                scale = {"ms": 1e-3, "s": 1.0, "min": 60.0, None: 1e-3}[match.group(2)]
-                return float(match.group(1)) * scale
+            match = re.fullmatch(r"(\d+)\s*(\S*)", str(item.get("value", "")).strip())
+            if match and match.group(2).lower() in DURATION_UNITS:
+                return int(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
     return default_s
 
 
