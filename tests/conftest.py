@@ -8,8 +8,9 @@ Tiers (``make test-fast`` runs ``-m "not spark and not slow"``, ``make test`` ev
   directly or through another fixture) or runs a Spark command of the CLI
   (:data:`streamsched.cli.spark_start.SPARK_COMMANDS`) as a console script or through ``main``;
 - ``slow`` is set by hand on the Spark-cluster and live-engine tests and on long searches;
-- ``nojvm`` is added to the ``slow`` tests of :data:`NOJVM_MODULES` (solver searches, fuzzing, the demo report, deadlines waited out)
-  that are not ``spark``: ``make test`` runs them with the fast tier, two at a time;
+- ``nojvm`` is added to the ``slow`` tests of :data:`NOJVM_MODULES` (solver searches, fuzzing,
+  the demo report, deadlines waited out) that are not ``spark``: ``make test`` runs them with
+  the fast tier, two at a time (``make test-fast`` leaves them out);
 - with ``STREAMSCHED_TEST_TIER=fast`` (what ``make test-fast`` and ``make test``'s first step
   set) a test not marked ``spark``, nor ``slow`` without ``nojvm``, that starts a JVM anyway
   fails, naming the way it tried, so that a missing mark cannot hide in the parallel step.
@@ -44,7 +45,7 @@ def _runs_spark_command(item: pytest.Item) -> bool:
         return False
 
 
-#: Modules whose ``slow`` tests start no JVM and no engine (CPU-bound searches, fuzzing).
+#: Modules whose ``slow`` tests start no JVM and no engine (searches, fuzzing, the demo report, waits).
 NOJVM_MODULES = {"test_optimal_solver", "test_optimal_measured", "test_optimal_scheduler", "test_fuzz_cli",
                  "test_compare_failures", "test_evaluation_experiments", "test_report", "test_live_loop",
                  "test_reliability", "test_report_pictures", "test_scheduler_battery",

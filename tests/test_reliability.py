@@ -666,8 +666,8 @@ def test_watch_cluster_shrunk_mid_run_is_one_line_from_a_real_spark(tmp_path):
     assert "on 'c1' (capacity 1)" in line or "cluster 'c1' has capacity 1" in line
 
 
-@pytest.mark.slow  # about 4 s of parsing
 # ------------------------------------------------------------------- parsing before limits
+@pytest.mark.slow  # about 4 s of parsing
 def test_yaml_topology_of_100000_operators_is_refused_and_nodes_bounded(tmp_path, capsys, monkeypatch):
     import streamsched.model.io as sio
 
