@@ -10,7 +10,8 @@ Tiers (``make test-fast`` runs ``-m "not spark and not slow"``, ``make test`` ev
 - ``slow`` is set by hand on the Spark-cluster and live-engine tests and on long searches;
 - ``nojvm`` is added to the ``slow`` tests of :data:`NOJVM_MODULES` (solver searches, fuzzing,
   the demo report, deadlines waited out) that are not ``spark``: ``make test`` runs them with
-  the fast tier, two at a time (``make test-fast`` leaves them out);
+  the fast tier, two at a time (``make test-fast`` leaves them out); not to those marked
+  ``measures`` (a rate measured beside busy workers reads low), which run in the serial step;
 - with ``STREAMSCHED_TEST_TIER=fast`` (what ``make test-fast`` and ``make test``'s first step
   set) a test not marked ``spark``, nor ``slow`` without ``nojvm``, that starts a JVM anyway
   fails, naming the way it tried, so that a missing mark cannot hide in the parallel step.
@@ -61,7 +62,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if JVM_FIXTURES & set(getattr(item, "fixturenames", ())) or _runs_spark_command(item):
             item.add_marker(pytest.mark.spark)
-        elif item.get_closest_marker("slow") and item.module.__name__ in NOJVM_MODULES:
+        elif (item.get_closest_marker("slow") and item.module.__name__ in NOJVM_MODULES
+              and not item.get_closest_marker("measures")):
             item.add_marker(pytest.mark.nojvm)
 
 

@@ -143,7 +143,8 @@ def test_cpu_quota_binds_and_the_process_sees_its_cgroup(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-@pytest.mark.slow  # a measurement: in the serial tier, not beside the parallel one's CPU-bound tests
+@pytest.mark.slow
+@pytest.mark.measures  # in the serial step, not beside the parallel one's CPU-bound tests
 def test_a_shaped_link_measures_within_ten_percent_of_its_rate(tmp_path):
     """A TCP stream between namespaces is bound by the sender's ``out`` and the receiver's ``in``
     (Ethernet frames at the ``tc`` rate; the payload is ~95 % of them). (Beside the fast tier's
