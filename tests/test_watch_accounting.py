@@ -292,12 +292,13 @@ def test_storm_ui_collector_chunks_feed_watch_and_ingest_in_cores(spark_small, s
         assert graph.load[ids.index(17)] == pytest.approx(186760 * 0.350 / 1000 / 600)
 
 
-def test_a_batch_the_runs_stop_interrupts_is_undone_and_read_again_by_the_next_run(spark_small, tmp_path):
-    """The live loop's stop (SIGTERM after an apply) stops the query while a batch runs: that
-    batch's Spark call fails. The run ends without an error (it was its own stop), the batch's
-    counts are undone, and the next run reads its rows again: every row counted once. (That
-    Spark logs no traceback for it is checked on the command's stderr, tests/test_faults_live.py:
-    the session's JVM writes to the stderr it started with, which pytest cannot capture.)"""
+def test_a_batch_the_runs_stop_interrupts_is_read_again_by_the_next_run(spark_small, tmp_path):
+    """The live loop's stop (SIGTERM after an apply) stops the query while a batch's Spark call
+    runs: that call fails. The run ends without an error (it was its own stop), nothing of the
+    batch is counted, written or decided, and the next run reads its rows again: every row
+    counted once. (That Spark logs no traceback for it is checked on the command's stderr,
+    tests/test_faults_live.py: the session's JVM writes to the stderr it started with, which
+    pytest cannot capture.)"""
     import threading
 
     arriving, store = tmp_path / "arriving", tmp_path / "store"
@@ -306,18 +307,41 @@ def test_a_batch_the_runs_stop_interrupts_is_undone_and_read_again_by_the_next_r
     _traffic(arriving / "traffic-a.csv", rows)
     stop = threading.Event()
 
-    class _StopsMidBatch(_Recorder):
-        def on_graph(self, graph, snapshot=None):
+    class _StoppedInItsSparkCall(Watch):
+        def _aggregate(self, batch):
             stop.set()  # the loop's stop, seen by the run within one poll
-            while not watch._stopping:
+            while not self._stopping:
                 stop.wait(0.05)
             raise RuntimeError("py4j: the interrupted Spark call")
 
-    watch = Watch(spark_small, arriving, store, _StopsMidBatch(), window_s=10)
-    first = watch.run(poll_s=1, stop=stop, timeout_s=120)
-    assert first["rows_read"] == 0 and first["windows"] == []
-    assert watch.state["batch_id"] == -1 and watch.state["open"] == {}
     recorder = _Recorder()
+    watch = _StoppedInItsSparkCall(spark_small, arriving, store, recorder, window_s=10)
+    first = watch.run(poll_s=1, stop=stop, timeout_s=120)
+    assert first["rows_read"] == 0 and first["windows"] == [] and first["snapshots"] == []
+    assert watch.state["batch_id"] == -1 and watch.state["open"] == {} and recorder.graphs == []
     second = Watch(spark_small, arriving, store, recorder, window_s=10).run(available_now=True)
     assert second["rows_read"] == len(rows) and second["rows_accepted"] == len(rows)
     assert [g.rate[0] for g, _ in recorder.graphs] == [2.0, 2.0]
+
+
+def test_an_error_of_a_re_plan_during_the_runs_stop_is_the_querys_error(spark_small, tmp_path):
+    """Once a batch's Spark calls are done its windows are counted and decided: a re-planning
+    step that fails while the run stops is an error of the run, not taken for the stop's
+    interruption (and its batch not silently undone after its snapshot was written)."""
+    import threading
+
+    arriving, store = tmp_path / "arriving", tmp_path / "store"
+    arriving.mkdir()
+    _traffic(arriving / "traffic-a.csv", [f"{T0 + t},app,0,1,2,10" for t in range(25)])
+    stop = threading.Event()
+
+    class _FailsWhileStopping(_Recorder):
+        def on_graph(self, graph, snapshot=None):
+            stop.set()
+            while not watch._stopping:
+                stop.wait(0.05)
+            raise RuntimeError("the re-plan failed")
+
+    watch = Watch(spark_small, arriving, store, _FailsWhileStopping(), window_s=10)
+    with pytest.raises(RuntimeError, match="(?s)the streaming query failed: .*the re-plan failed"):
+        watch.run(poll_s=1, stop=stop, timeout_s=120)

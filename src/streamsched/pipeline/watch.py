@@ -32,7 +32,6 @@ batch ``ingest`` only.
 from __future__ import annotations
 
 import contextlib
-import copy
 import fnmatch
 import json
 import math
@@ -144,9 +143,9 @@ def _header_problem(path: str) -> dict[str, str] | None:
 @contextlib.contextmanager
 def _quiet_streaming_errors(spark: SparkSession):
     """Spark's streaming loggers off while the run stops its own query: a batch that stop
-    interrupts is undone (:meth:`Watch._on_batch`), not an error, yet Spark would log it as the
-    query's error with the batch's Python traceback. A real error still reaches :meth:`Watch.run`
-    through the query's exception."""
+    interrupts is read again by the next run (:meth:`Watch._on_batch`), not an error, yet Spark
+    would log it as the query's error with the batch's Python traceback. A real error still
+    reaches :meth:`Watch.run` through the query's exception."""
     log4j = spark.sparkContext._jvm.org.apache.logging.log4j
     logger = log4j.LogManager.getLogger(STREAMING_LOGGER)
     level = logger.getLevel()
@@ -178,7 +177,7 @@ class Watch:
         self.snapshots: list[str] = []
         self._lock = threading.Lock()
         self._stopping = False  # set by run() before it stops the query (see _on_batch)
-        self._interrupted = False  # a batch was undone by that stop
+        self._interrupted = False  # a batch's Spark calls were interrupted by that stop
         self.checkpoint = self.store / "checkpoints" / "watch"
         self.quarantine = self.store / "quarantine" / "watch"
         self.run_counts = _counts()          # rows of this run's micro-batches
@@ -273,25 +272,28 @@ class Watch:
         return groups, files
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
-        """:meth:`_batch`, except that a batch the run's own stop interrupted (Ctrl-C, the
-        timeout, the live loop's stop) is undone and ends in a short exception: the interrupted
-        Spark call's Java trace, handed back in the query's error, makes Spark's own check
-        "was this query stopped?" (a regex over that text, StreamExecution.isInterruptionException)
-        overflow the stream thread's stack, printing about 1,000 frames on stderr. The undone
-        batch is not committed, so the next run reads it again: counted once."""
-        before = copy.deepcopy((self.state, self.run_counts, self.run_without_window, self.windows_touched))
+        """One micro-batch: its Spark calls (:meth:`_aggregate`, the quarantine's write), then the
+        accounting, snapshots and re-plans (:meth:`_commit`), which call no Spark. The run's own
+        stop (Ctrl-C, the timeout, the live loop's stop) can interrupt only the Spark calls, before
+        anything of the batch is counted, written or decided: that batch ends in a short exception
+        and, not committed, is read again by the next run (counted once). The interrupted Spark
+        call's Java trace, handed back in the query's error, would make Spark's own check "was this
+        query stopped?" (a regex over that text, StreamExecution.isInterruptionException) overflow
+        the stream thread's stack, printing about 1,000 frames on stderr. An error once the commit
+        has begun is the query's error, stopping or not."""
+        if batch_id <= self.state["batch_id"]:
+            return  # replayed after a restart: already counted (state.json is written last)
         try:
-            self._batch(batch, batch_id)
+            groups, files = self._read(batch, batch_id)
         except Exception:
             if self._stopping:
-                self.state, self.run_counts, self.run_without_window, self.windows_touched = before
                 self._interrupted = True
                 raise RuntimeError(INTERRUPTED) from None
             raise
+        self._commit(groups, files, batch_id)
 
-    def _batch(self, batch: DataFrame, batch_id: int) -> None:
-        if batch_id <= self.state["batch_id"]:
-            return  # replayed after a restart: already counted (state.json is written last)
+    def _read(self, batch: DataFrame, batch_id: int) -> tuple[list, list[str]]:
+        """The batch's Spark calls: :meth:`_aggregate`, and its rejected rows written to the quarantine."""
         batch = batch.persist()
         try:
             groups, files = self._aggregate(batch)
@@ -300,6 +302,10 @@ class Watch:
                  .coalesce(1).write.mode("overwrite").parquet(str(self.quarantine / f"batch-{batch_id}")))
         finally:
             batch.unpersist()
+        return groups, files
+
+    def _commit(self, groups: list, files: list[str], batch_id: int) -> None:
+        """Count the batch's rows per window, emit the windows the watermark closed, save the state."""
         state = self.state
         self.check_files()
         bad_headers = []
