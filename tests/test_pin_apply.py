@@ -116,6 +116,7 @@ class FakeFlink:
         self.canceled = False
         self.events: list[tuple[float, str]] = []
         self.skew = 0.0  # the JobManager's clock is this far behind
+        self.stamp: int | None = None  # the plugin's status time_ms (None: the JobManager's clock at the re-plan)
         self.plugin = True
         self.fail_on_create = False
         self.environment = {"jvm": {"options": ["-Xmx1g", f"-Dstreamsched.flink.placement={plans}"]},
@@ -172,7 +173,7 @@ class FakeFlink:
         default = {vid: [self.slots[i] for i in range(n)] for vid, n in self.parallelism.items()}
         if not self.plugin:
             return default
-        status = {"job_id": JOB, "job_name": self.name, "time_ms": self.jm_ms(at), "slots": len(self.slots),
+        status = {"job_id": JOB, "job_name": self.name, "time_ms": self.jm_ms(at) if self.stamp is None else self.stamp, "slots": len(self.slots),
                   "held": dict(Counter(self.slots))}
         plan_file = self.plans / f"{JOB}.json"
         try:
@@ -444,6 +445,30 @@ def test_a_jobmanager_clock_behind_by_up_to_a_second_still_counts_as_a_fresh_sta
     # here (PUT + 0.4 s): each downtime counts from it, 0.2 s to every subtask RUNNING
     assert result.applied and result.downtime_s == pytest.approx(0.4, abs=4e-3)
     assert result.rescales[0]["down"] == pytest.approx(T0 - 0.95, abs=2e-3)
+
+
+def test_a_status_stamped_exactly_a_second_before_the_put_is_fresh(reading, flink, after, tmp_path):
+    """The bound is inclusive: the plugin's answer to the second PUT stamped exactly 1 s before
+    it (the JobManager's clock a second behind, to the millisecond) counts as its answer."""
+    stamps = []
+
+    def second_put(fake):
+        if len(fake.puts) == 2:
+            fake.stamp = round((fake.puts[-1]["at"] - 1) * 1000)
+            stamps.append(fake.stamp)
+
+    clock = flink.clock
+
+    def sleep(seconds):  # every PUT at a whole millisecond of the virtual clock
+        clock.slept.append(seconds)
+        clock.now = round(clock.now + seconds, 3)
+
+    clock.sleep = sleep
+    flink.on_put = second_put
+    plan = _plan(reading, TARGETS, tmp_path / "plan.json")
+    result = flink_apply.apply(flink.url, plan, job_id=JOB, before=reading)
+    assert stamps and stamps[0] / 1000 == result.rescales[-1]["put"] - 1  # on the bound, to the bit
+    assert result.applied and result.plugin_status["time_ms"] == stamps[0]
 
 
 def test_a_status_older_than_the_put_is_the_plugin_not_answering(reading, flink, after, tmp_path):
