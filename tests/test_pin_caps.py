@@ -15,6 +15,7 @@ from streamsched.model import Cluster, Node, TaskGraph
 from streamsched.model.contention import graph_from_profile, read_caps_profile
 from streamsched.model.placement import NO_WORKER
 from streamsched.schedulers import get_scheduler
+from streamsched.schedulers.base import PackingFailed
 from test_contention import brute_force
 from streamsched.schedulers.caps import node_limits, placement_from_counts, thresholds
 
@@ -557,6 +558,14 @@ def test_capacity_check_below_one_unit_and_the_repair_of_a_plan_over_it():
     assert "exceeds a node's capacity" in repaired.metadata["repair_reason"]
     assert repaired.metadata["plans_found"] >= 1 and repaired.violations(four, cluster) == []
     assert np.bincount(repaired.node_of, weights=four.load, minlength=2).tolist() == [3.0, 3.0]
+    # strict: caps's plan as the failure carries it, worker slots included (by hand: rank order,
+    # slots in turn); the repair keeps the worker slot of every task it does not move
+    with pytest.raises(PackingFailed) as failed:
+        get_scheduler("caps", strict=True, work_limit=1000, probe_work=1000).schedule(four, cluster)
+    assert failed.value.node_of.tolist() == [0, 0, 1, 1] and failed.value.worker_of.tolist() == [0, 1, 0, 1]
+    kept = [t for t in range(4) if t not in moved]
+    assert repaired.worker_of[kept].tolist() == failed.value.worker_of[kept].tolist()
+    assert all(0 <= w < 2 for w in repaired.worker_of.tolist())  # a slot of its node for every task
 
 
 def test_optimal_passes_its_seed_and_workers_and_names_a_time_limit_it_ran_out_of(monkeypatch):
